@@ -1,0 +1,52 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "swift-pull-to-refresh",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "RefreshEngine", targets: ["RefreshEngine"]),
+        .library(name: "RefreshServer", targets: ["RefreshServer"]),
+        .executable(name: "refresh-server", targets: ["refresh-server"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+    ],
+    targets: [
+        // The gesture state machine: standard library only, so any Swift app can embed it.
+        .target(name: "RefreshEngine"),
+        .target(
+            name: "RefreshServer",
+            dependencies: [
+                "RefreshEngine",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "CompressNIO", package: "compress-nio"),
+            ]
+        ),
+        .executableTarget(
+            name: "refresh-server",
+            dependencies: [
+                "RefreshServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "RefreshEngineTests", dependencies: ["RefreshEngine"]),
+        .testTarget(
+            name: "RefreshServerTests",
+            dependencies: [
+                "RefreshServer",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
