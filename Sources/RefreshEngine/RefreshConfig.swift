@@ -140,12 +140,12 @@ extension RefreshConfig {
             guard edge.threshold < limit else {
                 throw ConfigError(
                     field: "\(name).threshold",
-                    reason: "must be below rubberBand.maxPull (\(limit)): a pull could never reach it")
+                    reason: "must be below rubberBand.maxPull (\(format(limit))): a pull could never reach it")
             }
             guard edge.heldOffset <= limit else {
                 throw ConfigError(
                     field: "\(name).heldOffset",
-                    reason: "must not exceed rubberBand.maxPull (\(limit)): the list cannot be held further than it can be pulled")
+                    reason: "must not exceed rubberBand.maxPull (\(format(limit))): the list cannot be held further than it can be pulled")
             }
             for (labelName, label) in [("pull", edge.labels.pull), ("release", edge.labels.release), ("active", edge.labels.active)]
             where label.count > Self.longestLabel {
@@ -156,13 +156,17 @@ extension RefreshConfig {
 
     private static func check(_ value: Double, _ field: String, above low: Double, upTo high: Double) throws(ConfigError) {
         guard value.isFinite, value > low, value <= high else {
-            throw ConfigError(field: field, reason: "must be a finite number greater than \(low) and at most \(high)")
+            throw ConfigError(field: field, reason: "must be a finite number greater than \(format(low)) and at most \(format(high))")
         }
     }
 
     private static func check(_ value: Double, _ field: String, atLeast low: Double, upTo high: Double) throws(ConfigError) {
         guard value.isFinite, value >= low, value <= high else {
-            throw ConfigError(field: field, reason: "must be a finite number from \(low) to \(high)")
+            throw ConfigError(field: field, reason: "must be a finite number from \(format(low)) to \(format(high))")
         }
+    }
+
+    private static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 }

@@ -1,0 +1,33 @@
+import Hummingbird
+import Logging
+
+/// Turns every failure into the API's JSON error shape and logs one line per refused
+/// request. Anything that is not an ``APIError`` is the server's fault: 500, logged as an error.
+struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            return refuse(error, request: request, context: context)
+        } catch let error as HTTPError {
+            let apiError: APIError =
+                switch error.status {
+                case .notFound: APIError(.notFound, "not_found", "Nothing at \(request.uri.path).")
+                case .contentTooLarge: .bodyTooLarge(limit: 0)
+                case .methodNotAllowed: APIError(.methodNotAllowed, "method_not_allowed", "\(request.method) is not allowed on \(request.uri.path).")
+                default: APIError(error.status, "http_error", error.body ?? error.status.reasonPhrase)
+                }
+            return refuse(apiError, request: request, context: context)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            context.logger.error("\(request.method) \(request.uri.path) failed: \(error)")
+            return JSONResponse.error(APIError(.internalServerError, "internal_error", "The server failed; the error is logged."), request: request)
+        }
+    }
+
+    private func refuse(_ error: APIError, request: Request, context: Context) -> Response {
+        context.logger.notice("refused \(request.method) \(request.uri.path): \(error.status.code) \(error.code): \(error.message)")
+        return JSONResponse.error(error, request: request)
+    }
+}

@@ -1,0 +1,121 @@
+import RefreshEngine
+
+/// What a finished refresh or load-more sends to its page.
+struct ActionResult: Sendable {
+    enum Op: String, Sendable {
+        case prepend, append
+    }
+
+    var op: Op
+    var items: [FeedItem]
+    /// Whether older items remain, when the action learned it.
+    var hasMore: Bool?
+    /// The page's list cannot be continued (too many new items): it starts over.
+    var replacesList = false
+}
+
+/// Runs the refreshes and load-mores sessions start, against the feed.
+struct ActionRunner: Sendable {
+    let feed: any FeedSource
+    let sharedUpdate: SharedUpdate
+    let pageSize: Int
+    let timeout: Duration
+    let minimumDuration: Duration
+
+    init(feed: any FeedSource, configuration: ServerConfiguration) {
+        self.feed = feed
+        self.sharedUpdate = SharedUpdate(source: feed)
+        self.pageSize = configuration.pageSize
+        self.timeout = configuration.actionTimeout
+        self.minimumDuration = configuration.minimumActionDuration
+    }
+
+    private struct TimedOut: Error {}
+
+    func run(_ job: Job, window: Session.Window, for session: Session) async {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let result: Session.Result
+        do {
+            let outcome = try await withThrowingTaskGroup(of: ActionResult?.self) { group in
+                group.addTask {
+                    switch job.kind {
+                    case .refresh: try await refresh(job, window: window, session: session)
+                    case .loadMore: try await loadMore(job, window: window, session: session)
+                    }
+                }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let result = first else { throw TimedOut() }
+                return result
+            }
+            if job.kind == .refresh {
+                try await Task.sleep(until: started + minimumDuration, clock: clock)
+            }
+            result = .completed(outcome)
+        } catch is CancellationError {
+            result = .cancelled
+        } catch is TimedOut {
+            result = .failed("The \(job.kind == .refresh ? "refresh" : "load") took longer than \(Self.describe(timeout)) and was stopped.")
+        } catch {
+            result = .failed(Self.describe(error))
+        }
+        if Task.isCancelled {
+            session.finish(job, .cancelled)
+        } else {
+            session.finish(job, result)
+        }
+    }
+
+    private func refresh(_ job: Job, window: Session.Window, session: Session) async throws -> ActionResult {
+        session.progress(job, fraction: 0, stage: "starting", message: "Checking for new items…")
+        let update = try await sharedUpdate.run { progress in
+            session.progress(job, fraction: 0.05 + 0.85 * progress.fraction, stage: progress.stage, message: progress.message)
+        }
+        try Task.checkCancellation()
+        session.progress(job, fraction: 0.95, stage: "collecting", message: "Collecting new items…")
+        var result: ActionResult
+        if let newest = window.newest {
+            let page = try await feed.newer(than: newest, limit: pageSize)
+            if page.hasMore {
+                let latest = try await feed.older(than: nil, limit: pageSize)
+                result = ActionResult(op: .prepend, items: latest.items, hasMore: latest.hasMore, replacesList: true)
+            } else {
+                result = ActionResult(op: .prepend, items: page.items, hasMore: nil)
+            }
+        } else {
+            let page = try await feed.older(than: nil, limit: pageSize)
+            result = ActionResult(op: .prepend, items: page.items, hasMore: page.hasMore)
+        }
+        try Task.checkCancellation()
+        let count = result.items.count
+        let message =
+            result.replacesList ? "Showing the latest items"
+            : count == 0 ? (update.added == 0 ? "Already up to date" : update.message)
+            : count == 1 ? "1 new item" : "\(count) new items"
+        session.progress(job, fraction: 1, stage: "done", message: message)
+        return result
+    }
+
+    private func loadMore(_ job: Job, window: Session.Window, session: Session) async throws -> ActionResult {
+        session.progress(job, fraction: 0, stage: "loading", message: "Loading older items…")
+        let page = try await feed.older(than: window.oldest, limit: pageSize)
+        try Task.checkCancellation()
+        session.progress(job, fraction: 1, stage: "done", message: page.items.isEmpty ? "No more items" : "\(page.items.count) older items")
+        return ActionResult(op: .append, items: page.items, hasMore: page.hasMore)
+    }
+
+    static func describe(_ duration: Duration) -> String {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
+        return seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+    }
+
+    /// A sentence for people; feeds throw errors whose description is one.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? CustomStringConvertible { return error.description }
+        return "The feed could not be read (\(type(of: error)))."
+    }
+}

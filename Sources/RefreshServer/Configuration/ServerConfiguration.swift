@@ -1,0 +1,47 @@
+/// Everything an operator can tune, with the defaults `refresh-server` starts with.
+/// The command line maps one flag onto each field.
+public struct ServerConfiguration: Sendable {
+    /// Address to listen on. Loopback by default: nothing is exposed until asked.
+    public var host = "127.0.0.1"
+    /// 0 picks any free port (printed at start).
+    public var port = 8080
+    /// The folder served at `/`.
+    public var publicDirectory = "Public"
+    /// Required as `Authorization: Bearer …` by `POST /api/items`. Without it, publishing is
+    /// open when listening on loopback only, and refused otherwise.
+    public var publishToken: String?
+
+    /// Largest request body accepted (413 beyond).
+    public var maxBodyBytes = 64 * 1024
+    /// Samples accepted in one request (429 beyond).
+    public var maxSamplesPerRequest = 64
+    /// Sustained samples per second per session (429 with Retry-After beyond); a page
+    /// posts at most one per frame, so 300 leaves room for 120 Hz screens and bursts.
+    public var maxSamplesPerSecond = 300.0
+    /// Sessions alive at once (503 with Retry-After beyond).
+    public var maxSessions = 20_000
+    /// A session with no request and no open stream for this long ends.
+    public var sessionIdleTimeout: Duration = .seconds(600)
+    /// Events kept per session for replay after a reconnect (`reset` beyond).
+    public var replayBufferLength = 256
+    /// Comment sent on idle streams so proxies and browsers keep them open.
+    public var keepaliveInterval: Duration = .seconds(15)
+    /// The `retry:` delay browsers wait before reconnecting.
+    public var reconnectDelayMilliseconds = 1000
+    /// A refresh or load-more still running after this long ends as failed.
+    public var actionTimeout: Duration = .seconds(30)
+    /// A finished refresh keeps its spinner at least this long, so it reads as an answer
+    /// rather than a flicker.
+    public var minimumActionDuration: Duration = .milliseconds(400)
+    /// Items per load-more page, and at most per refresh.
+    public var pageSize = 20
+    /// Seed the feed with example items.
+    public var demo = true
+
+    public init() {}
+
+    /// Listening on loopback only: local programs may publish without a token.
+    public var listensOnLoopbackOnly: Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}

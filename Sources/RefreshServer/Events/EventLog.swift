@@ -1,0 +1,89 @@
+/// A session's events: numbered, kept in a bounded ring for replay, and announced to the
+/// open streams.
+///
+/// Only the newest `state` event is kept (it supersedes every earlier one), outside the
+/// ring, so a fast drag cannot push `progress`, `items` or `done` out of the replay buffer.
+/// A reader that asks for events the ring no longer has learns it has a gap.
+struct EventLog: Sendable {
+    private let capacity: Int
+    private(set) var lastID: UInt64 = 0
+    /// Non-`state` events, oldest first, as a circular buffer.
+    private var ring: [ServerEvent] = []
+    private var head = 0
+    private var latestState: ServerEvent?
+    /// Newest id of an event dropped for room; a reader behind it has missed something.
+    private var droppedThrough: UInt64 = 0
+    /// One doorbell per open stream: a wake-up, not a copy of the event.
+    private var doorbells: [Int: AsyncStream<Void>.Continuation] = [:]
+    private var nextDoorbell = 0
+
+    init(capacity: Int) {
+        self.capacity = max(1, capacity)
+    }
+
+    var openStreams: Int { doorbells.count }
+
+    @discardableResult
+    mutating func append(_ kind: ServerEvent.Kind, _ data: ByteBuffer) -> ServerEvent {
+        lastID += 1
+        let event = ServerEvent(id: lastID, kind: kind, data: data)
+        if kind == .state {
+            latestState = event
+        } else if ring.count < capacity {
+            ring.append(event)
+        } else {
+            droppedThrough = ring[head].id
+            ring[head] = event
+            head = (head + 1) % capacity
+        }
+        ringDoorbells()
+        return event
+    }
+
+    enum Replay {
+        case events([ServerEvent])
+        /// Events after the cursor are gone (or the cursor is not from this log).
+        case gap
+    }
+
+    /// Everything after `cursor`, in order, with superseded states left out.
+    func events(after cursor: UInt64) -> Replay {
+        guard cursor >= droppedThrough, cursor <= lastID else { return .gap }
+        if cursor == lastID { return .events([]) }
+        var result: [ServerEvent] = []
+        var stateToInsert = latestState.flatMap { $0.id > cursor ? $0 : nil }
+        for offset in 0..<ring.count {
+            let event = ring[(head + offset) % ring.count]
+            guard event.id > cursor else { continue }
+            if let state = stateToInsert, state.id < event.id {
+                result.append(state)
+                stateToInsert = nil
+            }
+            result.append(event)
+        }
+        if let state = stateToInsert { result.append(state) }
+        return .events(result)
+    }
+
+    mutating func addDoorbell(_ doorbell: AsyncStream<Void>.Continuation) -> Int {
+        nextDoorbell += 1
+        doorbells[nextDoorbell] = doorbell
+        return nextDoorbell
+    }
+
+    mutating func removeDoorbell(_ id: Int) {
+        doorbells.removeValue(forKey: id)?.finish()
+    }
+
+    func ringDoorbells() {
+        for doorbell in doorbells.values { doorbell.yield() }
+    }
+
+    /// Closes every stream (session ended, server stopping).
+    mutating func closeAll() {
+        for doorbell in doorbells.values { doorbell.finish() }
+        doorbells.removeAll()
+    }
+}
+
+import NIOCore

@@ -1,0 +1,99 @@
+import NIOCore
+import RefreshEngine
+
+/// One server-sent event, framed once (`id:`, `event:`, `data:`) and then shared, byte for
+/// byte, by every stream and every replay that sends it.
+struct ServerEvent: Sendable {
+    enum Kind: String, Sendable {
+        case state, progress, items, done, reset
+    }
+
+    let id: UInt64
+    let kind: Kind
+    /// The complete frame, ending with the blank line.
+    let frame: ByteBuffer
+
+    init(id: UInt64, kind: Kind, data: ByteBuffer) {
+        self.id = id
+        self.kind = kind
+        var frame = ByteBufferAllocator().buffer(capacity: data.readableBytes + 32)
+        frame.writeStaticString("id: ")
+        frame.writeString(String(id))
+        frame.writeStaticString("\nevent: ")
+        frame.writeString(kind.rawValue)
+        frame.writeStaticString("\ndata: ")
+        frame.writeImmutableBuffer(data)
+        frame.writeStaticString("\n\n")
+        self.frame = frame
+    }
+}
+
+/// The `data:` payloads of the events, written without an encoder.
+enum EventData {
+    static func state(_ state: GestureState) -> ByteBuffer {
+        var json = JSONWriter(capacity: 192)
+        json.gestureState(state)
+        return json.buffer
+    }
+
+    static func progress(action: ActionID, kind: ActionKind, fraction: Double, stage: String, message: String) -> ByteBuffer {
+        var json = JSONWriter(capacity: 160)
+        json.beginObject()
+        json.field("actionId", action.description)
+        json.field("kind", kind.rawValue)
+        json.field("fraction", fraction)
+        json.field("stage", stage)
+        json.field("message", message)
+        json.endObject()
+        return json.buffer
+    }
+
+    static func items(action: ActionID?, op: String, items: [FeedItem], hasMore: Bool) -> ByteBuffer {
+        var json = JSONWriter(capacity: 128 + items.count * 200)
+        json.beginObject()
+        json.field("actionId", action?.description)
+        json.field("op", op)
+        json.key("items")
+        json.items(items)
+        json.field("hasMore", hasMore)
+        json.endObject()
+        return json.buffer
+    }
+
+    static func done(action: ActionID, kind: ActionKind, outcome: Outcome, added: Int, error: String?) -> ByteBuffer {
+        var json = JSONWriter(capacity: 128)
+        json.beginObject()
+        json.field("actionId", action.description)
+        json.field("kind", kind.rawValue)
+        json.field("outcome", outcome.rawValue)
+        json.field("added", added)
+        if let error { json.field("error", error) }
+        json.endObject()
+        return json.buffer
+    }
+
+    static func reset(reason: String) -> ByteBuffer {
+        var json = JSONWriter(capacity: 64)
+        json.beginObject()
+        json.field("reason", reason)
+        json.endObject()
+        return json.buffer
+    }
+}
+
+extension JSONWriter {
+    mutating func gestureState(_ state: GestureState) {
+        beginObject()
+        field("edge", state.edge?.rawValue)
+        field("phase", state.phase.rawValue)
+        field("pull", state.pull)
+        field("distance", state.distance)
+        field("rotation", state.rotation)
+        field("indicatorOffset", state.indicatorOffset)
+        field("reveal", state.reveal)
+        field("label", state.label)
+        key("seq")
+        if let seq = state.seq { value(seq) } else { null() }
+        endObject()
+    }
+}

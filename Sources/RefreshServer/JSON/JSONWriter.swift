@@ -1,0 +1,167 @@
+import NIOCore
+
+/// Writes JSON straight into a `ByteBuffer`: events are encoded once on the hot path, with
+/// no intermediate `String`, no `Encoder` and no dictionary.
+struct JSONWriter {
+    var buffer: ByteBuffer
+    private var needsComma = false
+
+    init(buffer: ByteBuffer) { self.buffer = buffer }
+
+    init(capacity: Int = 256) { self.buffer = ByteBufferAllocator().buffer(capacity: capacity) }
+
+    mutating func beginObject() {
+        separate()
+        buffer.writeInteger(UInt8(ascii: "{"))
+        needsComma = false
+    }
+
+    mutating func endObject() {
+        buffer.writeInteger(UInt8(ascii: "}"))
+        needsComma = true
+    }
+
+    mutating func beginArray() {
+        separate()
+        buffer.writeInteger(UInt8(ascii: "["))
+        needsComma = false
+    }
+
+    mutating func endArray() {
+        buffer.writeInteger(UInt8(ascii: "]"))
+        needsComma = true
+    }
+
+    /// A member name; the next value written is its value.
+    mutating func key(_ name: StaticString) {
+        separate()
+        buffer.writeInteger(UInt8(ascii: "\""))
+        buffer.writeStaticString(name)
+        buffer.writeStaticString("\":")
+        needsComma = false
+    }
+
+    mutating func key(_ name: String) {
+        value(name)
+        buffer.writeInteger(UInt8(ascii: ":"))
+        needsComma = false
+    }
+
+    mutating func value(_ string: String) {
+        separate()
+        buffer.writeJSONString(string)
+        needsComma = true
+    }
+
+    mutating func value(_ number: Double) {
+        separate()
+        buffer.writeJSONNumber(number)
+        needsComma = true
+    }
+
+    mutating func value(_ number: Int) {
+        separate()
+        buffer.writeString(String(number))
+        needsComma = true
+    }
+
+    mutating func value(_ bool: Bool) {
+        separate()
+        buffer.writeStaticString(bool ? "true" : "false")
+        needsComma = true
+    }
+
+    mutating func null() {
+        separate()
+        buffer.writeStaticString("null")
+        needsComma = true
+    }
+
+    mutating func value(_ string: String?) {
+        if let string { value(string) } else { null() }
+    }
+
+    mutating func field(_ name: StaticString, _ string: String) {
+        key(name)
+        value(string)
+    }
+
+    mutating func field(_ name: StaticString, _ number: Double) {
+        key(name)
+        value(number)
+    }
+
+    mutating func field(_ name: StaticString, _ number: Int) {
+        key(name)
+        value(number)
+    }
+
+    mutating func field(_ name: StaticString, _ bool: Bool) {
+        key(name)
+        value(bool)
+    }
+
+    mutating func field(_ name: StaticString, _ string: String?) {
+        key(name)
+        value(string)
+    }
+
+    private mutating func separate() {
+        if needsComma { buffer.writeInteger(UInt8(ascii: ",")) }
+    }
+}
+
+extension ByteBuffer {
+    /// A JSON string literal. Besides the required escapes, `<`, `>` and `&` are escaped so
+    /// a title can never close a `<script>` or start markup if a client embeds it in HTML,
+    /// and U+2028/2029 so the output is also valid JavaScript.
+    mutating func writeJSONString(_ string: String) {
+        writeInteger(UInt8(ascii: "\""))
+        let clean = string.utf8.withContiguousStorageIfAvailable { bytes in
+            !bytes.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">") || $0 == UInt8(ascii: "&") || $0 == 0xE2 }
+        }
+        if clean == true {
+            writeString(string)
+        } else {
+            writeEscaped(string)
+        }
+        writeInteger(UInt8(ascii: "\""))
+    }
+
+    private mutating func writeEscaped(_ string: String) {
+        let hex: StaticString = "0123456789abcdef"
+        func digit(_ value: UInt32) -> UInt8 { hex.utf8Start[Int(value & 0xF)] }
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": writeStaticString("\\\"")
+            case "\\": writeStaticString("\\\\")
+            case "\n": writeStaticString("\\n")
+            case "\r": writeStaticString("\\r")
+            case "\t": writeStaticString("\\t")
+            case "<", ">", "&", "\u{2028}", "\u{2029}", "\u{0}"..."\u{1F}":
+                let value = scalar.value
+                writeStaticString("\\u")
+                writeInteger(digit(value >> 12))
+                writeInteger(digit(value >> 8))
+                writeInteger(digit(value >> 4))
+                writeInteger(digit(value))
+            default:
+                writeBytes(scalar.utf8)
+            }
+        }
+    }
+
+    /// Whole numbers without a fraction, others in Swift's shortest round-trip form;
+    /// non-finite numbers (never produced on purpose) as `null`, since JSON has no NaN.
+    mutating func writeJSONNumber(_ number: Double) {
+        guard number.isFinite else {
+            writeStaticString("null")
+            return
+        }
+        if number == number.rounded(), abs(number) < 1e15 {
+            writeString(String(Int64(number)))
+        } else {
+            writeString(number.description)
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Hummingbird
+
+/// `/api/items`: read the feed page by page, publish to it.
+struct ItemRoutes<Context: RequestContext>: Sendable {
+    let feed: any FeedSource
+    let configuration: ServerConfiguration
+
+    static var maxLimit: Int { 200 }
+
+    func register(on router: Router<Context>) {
+        router.get("api/items", use: list)
+        router.post("api/items", use: publish)
+    }
+
+    @Sendable func list(_ request: Request, context: Context) async throws -> Response {
+        let query = request.uri.queryParameters
+        var limit = configuration.pageSize
+        if let text = query["limit"] {
+            guard let value = Int(String(text)), value > 0 else { throw APIError.invalid("limit", "must be a whole number from 1 to \(Self.maxLimit)") }
+            guard value <= Self.maxLimit else { throw APIError.outOfRange("limit must be at most \(Self.maxLimit).") }
+            limit = value
+        }
+        let before = try await cursor(query["before"].map(String.init), name: "before")
+        let after = try await cursor(query["after"].map(String.init), name: "after")
+        guard before == nil || after == nil else { throw APIError.invalid("before", "cannot be combined with after") }
+        let page = if let after { try await feed.newer(than: after, limit: limit) } else { try await feed.older(than: before, limit: limit) }
+        return JSONResponse.make(.ok, request: request) { json in
+            json.beginObject()
+            json.key("items")
+            json.items(page.items)
+            json.field("hasMore", page.hasMore)
+            json.endObject()
+        }
+    }
+
+    private func cursor(_ id: String?, name: String) async throws -> FeedCursor? {
+        guard let id, !id.isEmpty else { return nil }
+        guard let item = try await feed.item(id: id) else {
+            throw APIError(.notFound, "item_not_found", "\(name): no item has the id \(id).")
+        }
+        return item.cursor
+    }
+
+    @Sendable func publish(_ request: Request, context: Context) async throws -> Response {
+        try authorize(request)
+        guard let body = try await RequestBodyReader.json(request, limit: configuration.maxBodyBytes) else {
+            throw APIError.malformedJSON("the body is empty")
+        }
+        let items = try ItemDecoding.decode(body, now: .now())
+        let stored = try await feed.publish(items)
+        return JSONResponse.make(.created, request: request) { json in
+            json.beginObject()
+            json.key("items")
+            json.items(stored)
+            json.endObject()
+        }
+    }
+
+    private func authorize(_ request: Request) throws {
+        guard let token = configuration.publishToken else {
+            guard configuration.listensOnLoopbackOnly else {
+                throw APIError(.forbidden, "publishing_disabled", "Publishing needs --publish-token when the server listens beyond loopback.")
+            }
+            return
+        }
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
+            Self.constantTimeEqual(String(header.dropFirst(7)), token)
+        else {
+            throw APIError(.unauthorized, "unauthorized", "Publishing needs the header Authorization: Bearer <publish token>.")
+        }
+    }
+
+    private static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let a = Array(a.utf8)
+        let b = Array(b.utf8)
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for index in 0..<min(a.count, b.count) { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+}

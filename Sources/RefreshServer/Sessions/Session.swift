@@ -1,0 +1,262 @@
+import NIOCore
+import RefreshEngine
+import Synchronization
+
+/// One list on one page: its gesture engine, its event log and the actions it runs.
+///
+/// Everything mutable sits in one `Mutex`, held only for in-memory work (never across I/O
+/// or an `await`), so a sample goes route → engine → event log → stream doorbells on the
+/// request's own task, with no hop through an actor.
+public final class Session: Sendable {
+    public let id: String
+    public let config: RefreshConfig
+    private let runner: ActionRunner
+    private let state: Mutex<State>
+
+    /// The items this session's page shows, as far as the server has sent them.
+    struct Window: Sendable {
+        var newest: FeedCursor?
+        var oldest: FeedCursor?
+    }
+
+    private struct State: Sendable {
+        var engine: RefreshEngine
+        var log: EventLog
+        var window = Window()
+        var tasks: [ActionID: Task<Void, Never>] = [:]
+        /// Highest progress fraction sent for the running action: fractions never go back.
+        var progressFloor: (ActionID, Double)?
+        var bucket: TokenBucket
+        var lastActive: ContinuousClock.Instant
+        var ended = false
+    }
+
+    init(id: String, config: RefreshConfig, runner: ActionRunner, limits: ServerConfiguration, now: ContinuousClock.Instant) {
+        self.id = id
+        self.config = config
+        self.runner = runner
+        self.state = Mutex(State(
+            engine: RefreshEngine(config: config),
+            log: EventLog(capacity: limits.replayBufferLength),
+            bucket: TokenBucket(rate: limits.maxSamplesPerSecond, now: now),
+            lastActive: now))
+    }
+
+    // MARK: - Inputs from the API
+
+    /// Applies samples in `seq` order and answers with the resulting state. A rejected batch
+    /// (rate, values) changes nothing.
+    func applySamples(_ samples: [Sample], now: ContinuousClock.Instant) throws(APIError) -> GestureState {
+        try state.withLock { (state) throws(APIError) -> GestureState in
+            state.lastActive = now
+            if let retryAfter = state.bucket.take(samples.count, now: now) {
+                throw APIError(
+                    .tooManyRequests, "rate_limited",
+                    "More than \(Int(state.bucket.rate)) samples per second for this session.",
+                    retryAfter: retryAfter)
+            }
+            let effects: Effects
+            do throws(SampleError) {
+                effects = try state.engine.samplesReceived(samples)
+            } catch {
+                throw .outOfRange(error.description)
+            }
+            perform(effects, &state)
+            return state.engine.gestureState
+        }
+    }
+
+    func requestRefresh(now: ContinuousClock.Instant) -> ActionID {
+        state.withLock { state in
+            state.lastActive = now
+            switch state.engine.refreshRequested() {
+            case .started(let job, let effects):
+                perform(effects, &state)
+                return job.id
+            case .joined(let job), .refused(let job):
+                return job.id
+            }
+        }
+    }
+
+    func requestLoadMore(now: ContinuousClock.Instant) throws(APIError) -> ActionID {
+        try state.withLock { (state) throws(APIError) -> ActionID in
+            state.lastActive = now
+            switch state.engine.loadMoreRequested() {
+            case .started(let job, let effects):
+                perform(effects, &state)
+                return job.id
+            case .joined(let job):
+                return job.id
+            case .refused(let running):
+                throw APIError(.conflict, "refresh_running", "A refresh (\(running.id)) is running; it resets paging, load more after it.")
+            }
+        }
+    }
+
+    /// Cancels the refresh in flight; answers its id, or `nil` when none was running.
+    func cancelRefresh(now: ContinuousClock.Instant) -> ActionID? {
+        state.withLock { state in
+            state.lastActive = now
+            let effects = state.engine.cancelRequested(.refresh)
+            perform(effects, &state)
+            return effects.cancel?.id
+        }
+    }
+
+    var gestureState: GestureState { state.withLock { $0.engine.gestureState } }
+
+    var window: Window { state.withLock { $0.window } }
+
+    var ignoredSamples: Int { state.withLock { $0.engine.ignoredSamples } }
+
+    // MARK: - Reports from running actions
+
+    /// Publishes progress of `job` if it is still the running action, never going backwards.
+    func progress(_ job: Job, fraction: Double, stage: String, message: String) {
+        state.withLock { state in
+            guard state.engine.runningJob == job else { return }
+            let floor = state.progressFloor.flatMap { $0.0 == job.id ? $0.1 : nil } ?? 0
+            let fraction = min(1, max(floor, fraction))
+            state.progressFloor = (job.id, fraction)
+            state.log.append(.progress, EventData.progress(action: job.id, kind: job.kind, fraction: fraction, stage: stage, message: message))
+        }
+    }
+
+    enum Result: Sendable {
+        case completed(ActionResult)
+        case failed(String)
+        case cancelled
+    }
+
+    /// Ends `job`: its items, its `done`, the state after it. Ignored when the job was
+    /// already cancelled or superseded: its late results must not reach the page.
+    func finish(_ job: Job, _ result: Result) {
+        state.withLock { state in
+            state.tasks.removeValue(forKey: job.id)
+            guard state.engine.runningJob == job else { return }
+            let effects: Effects
+            switch result {
+            case .completed(let result):
+                if result.replacesList {
+                    state.window = Window()
+                    state.log.append(.reset, EventData.reset(reason: "More new items than a refresh sends: the list starts over."))
+                }
+                state.window.include(result.items, op: result.op)
+                let hasMore = result.hasMore ?? state.engine.hasMore
+                state.log.append(.items, EventData.items(action: job.id, op: result.op.rawValue, items: result.items, hasMore: hasMore))
+                state.log.append(.done, EventData.done(action: job.id, kind: job.kind, outcome: .completed, added: result.items.count, error: nil))
+                effects = state.engine.actionFinished(job.id, outcome: .completed, hasMore: result.hasMore)
+            case .failed(let message):
+                state.log.append(.done, EventData.done(action: job.id, kind: job.kind, outcome: .failed, added: 0, error: message))
+                effects = state.engine.actionFinished(job.id, outcome: .failed)
+            case .cancelled:
+                state.log.append(.done, EventData.done(action: job.id, kind: job.kind, outcome: .cancelled, added: 0, error: nil))
+                effects = state.engine.actionFinished(job.id, outcome: .cancelled)
+            }
+            perform(effects, &state)
+        }
+    }
+
+    // MARK: - Streams
+
+    struct Subscription {
+        let doorbell: Int
+        /// What to send first: the replay, or `nil` when the replay is impossible (gap).
+        let initial: [ServerEvent]
+        let cursor: UInt64
+    }
+
+    /// Opens a stream. With `lastEventID`, the first events are the replay of what it missed
+    /// (a `reset` and a fresh state if they are gone); without, a state snapshot.
+    func subscribe(lastEventID: UInt64?, doorbell: AsyncStream<Void>.Continuation, now: ContinuousClock.Instant) -> Subscription? {
+        state.withLock { state in
+            guard !state.ended else { return nil }
+            state.lastActive = now
+            let id = state.log.addDoorbell(doorbell)
+            let (initial, cursor) = catchUp(after: lastEventID, &state)
+            return Subscription(doorbell: id, initial: initial, cursor: cursor)
+        }
+    }
+
+    /// The events after `cursor` for an open stream, or a reset and snapshot past a gap.
+    func events(after cursor: UInt64) -> (events: [ServerEvent], cursor: UInt64) {
+        state.withLock { state in catchUp(after: cursor, &state) }
+    }
+
+    func unsubscribe(_ doorbell: Int, now: ContinuousClock.Instant) {
+        state.withLock { state in
+            state.log.removeDoorbell(doorbell)
+            state.lastActive = now
+        }
+    }
+
+    /// Wakes idle streams so they send a keepalive comment.
+    func ringDoorbells() {
+        state.withLock { $0.log.ringDoorbells() }
+    }
+
+    private func catchUp(after cursor: UInt64?, _ state: inout State) -> ([ServerEvent], UInt64) {
+        let lastID = state.log.lastID
+        guard let cursor else {
+            return ([ServerEvent(id: lastID, kind: .state, data: EventData.state(state.engine.gestureState))], lastID)
+        }
+        switch state.log.events(after: cursor) {
+        case .events(let events):
+            return (events, events.last?.id ?? cursor)
+        case .gap:
+            // The page cannot know what it missed: it clears its list and refills it.
+            state.window = Window()
+            let reset = ServerEvent(id: lastID, kind: .reset, data: EventData.reset(reason: "Events were missed: reload the list."))
+            let snapshot = ServerEvent(id: lastID, kind: .state, data: EventData.state(state.engine.gestureState))
+            return ([reset, snapshot], lastID)
+        }
+    }
+
+    // MARK: - Lifetime
+
+    /// Whether the session has been unused, with no stream open, since `deadline`.
+    func isIdle(since deadline: ContinuousClock.Instant) -> Bool {
+        state.withLock { $0.log.openStreams == 0 && $0.lastActive < deadline }
+    }
+
+    /// Stops its actions and closes its streams.
+    func end() {
+        state.withLock { state in
+            state.ended = true
+            for task in state.tasks.values { task.cancel() }
+            state.tasks.removeAll()
+            state.log.closeAll()
+        }
+    }
+
+    // MARK: - Effects
+
+    private func perform(_ effects: Effects, _ state: inout State) {
+        if let cancelled = effects.cancel {
+            state.tasks.removeValue(forKey: cancelled.id)?.cancel()
+            state.log.append(.done, EventData.done(action: cancelled.id, kind: cancelled.kind, outcome: .cancelled, added: 0, error: nil))
+        }
+        if let job = effects.start {
+            let window = state.window
+            state.tasks[job.id] = Task { [runner] in await runner.run(job, window: window, for: self) }
+        }
+        if let gesture = effects.state {
+            state.log.append(.state, EventData.state(gesture))
+        }
+    }
+}
+
+extension Session.Window {
+    mutating func include(_ items: [FeedItem], op: ActionResult.Op) {
+        guard let first = items.first, let last = items.last else { return }
+        switch op {
+        case .prepend:
+            newest = first.cursor
+            if oldest == nil { oldest = last.cursor }
+        case .append:
+            oldest = last.cursor
+            if newest == nil { newest = first.cursor }
+        }
+    }
+}

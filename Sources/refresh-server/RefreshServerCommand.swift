@@ -1,0 +1,108 @@
+import ArgumentParser
+import Logging
+import RefreshServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct RefreshServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "refresh-server",
+        abstract: "Serves a pull-to-refresh list whose gestures are decided in Swift and pushed over server-sent events.")
+
+    @Option(help: "Address to listen on. Publishing without a token is allowed only on loopback.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one (the URL is printed at start).")
+    var port = 8080
+
+    @Option(name: .customLong("public"), help: "Folder of the page and other static files.")
+    var publicDirectory = "Public"
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .info
+
+    @Option(help: "Token required as 'Authorization: Bearer TOKEN' by POST /api/items.")
+    var publishToken: String?
+
+    @Option(help: "Largest request body in bytes (413 beyond).")
+    var maxBodyBytes = 64 * 1024
+
+    @Option(help: "Samples accepted in one request (429 beyond).")
+    var maxSamplesPerRequest = 64
+
+    @Option(help: "Sustained samples per second per session (429 beyond).")
+    var maxSamplesPerSecond = 300.0
+
+    @Option(help: "Sessions alive at once (503 beyond).")
+    var maxSessions = 20_000
+
+    @Option(help: "Seconds a session without requests or open streams lives.")
+    var sessionIdleTimeout = 600.0
+
+    @Option(help: "Events kept per session for replay after a reconnect.")
+    var replayBuffer = 256
+
+    @Option(help: "Seconds between keepalive comments on idle event streams.")
+    var keepalive = 15.0
+
+    @Option(help: "Seconds after which a refresh or load-more fails as timed out.")
+    var refreshTimeout = 30.0
+
+    @Option(help: "Milliseconds a refresh keeps its spinner at least, so it never flickers.")
+    var minRefreshMs = 400
+
+    @Option(help: "Items per load-more page, and at most per refresh.")
+    var pageSize = 20
+
+    @Flag(inversion: .prefixedNo, help: "Seed the feed with example items.")
+    var demo = true
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535.") }
+        for (name, value) in [("--max-body-bytes", maxBodyBytes), ("--max-samples-per-request", maxSamplesPerRequest),
+                              ("--max-sessions", maxSessions), ("--replay-buffer", replayBuffer), ("--page-size", pageSize)]
+        where value < 1 {
+            throw ValidationError("\(name) must be at least 1.")
+        }
+        for (name, value) in [("--max-samples-per-second", maxSamplesPerSecond), ("--session-idle-timeout", sessionIdleTimeout),
+                              ("--keepalive", keepalive), ("--refresh-timeout", refreshTimeout)]
+        where !(value > 0 && value.isFinite) {
+            throw ValidationError("\(name) must be a positive number.")
+        }
+        guard minRefreshMs >= 0 else { throw ValidationError("--min-refresh-ms must not be negative.") }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "refresh-server")
+        logger.logLevel = logLevel
+        var configuration = ServerConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.publicDirectory = publicDirectory
+        configuration.publishToken = publishToken
+        configuration.maxBodyBytes = maxBodyBytes
+        configuration.maxSamplesPerRequest = maxSamplesPerRequest
+        configuration.maxSamplesPerSecond = maxSamplesPerSecond
+        configuration.maxSessions = maxSessions
+        configuration.sessionIdleTimeout = .milliseconds(Int64(sessionIdleTimeout * 1000))
+        configuration.replayBufferLength = replayBuffer
+        configuration.keepaliveInterval = .milliseconds(Int64(keepalive * 1000))
+        configuration.actionTimeout = .milliseconds(Int64(refreshTimeout * 1000))
+        configuration.minimumActionDuration = .milliseconds(minRefreshMs)
+        configuration.pageSize = pageSize
+        configuration.demo = demo
+
+        let host = self.host
+        let app = try RefreshApplication.build(configuration: configuration, logger: logger) { port in
+            let shown = host.contains(":") ? "[\(host)]" : host
+            print("refresh-server listening on http://\(shown):\(port)")
+            fflush(nil)
+        }
+        try await app.runService()
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
