@@ -140,12 +140,12 @@ extension RefreshConfig {
             guard edge.threshold < limit else {
                 throw ConfigError(
                     field: "\(name).threshold",
-                    reason: "must be below rubberBand.maxPull (\(format(limit))): a pull could never reach it")
+                    reason: "must be below rubberBand.maxPull (\(Self.format(limit))): a pull could never reach it")
             }
             guard edge.heldOffset <= limit else {
                 throw ConfigError(
                     field: "\(name).heldOffset",
-                    reason: "must not exceed rubberBand.maxPull (\(format(limit))): the list cannot be held further than it can be pulled")
+                    reason: "must not exceed rubberBand.maxPull (\(Self.format(limit))): the list cannot be held further than it can be pulled")
             }
             for (labelName, label) in [("pull", edge.labels.pull), ("release", edge.labels.release), ("active", edge.labels.active)]
             where label.count > Self.longestLabel {
