@@ -109,13 +109,12 @@ struct ActionRunner: Sendable {
     }
 
     static func describe(_ duration: Duration) -> String {
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
-        return seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(Double(milliseconds) / 1000) s"
     }
 
     /// A sentence for people; feeds throw errors whose description is one.
     static func describe(_ error: any Error) -> String {
-        if let error = error as? CustomStringConvertible { return error.description }
-        return "The feed could not be read (\(type(of: error)))."
+        String(describing: error)
     }
 }

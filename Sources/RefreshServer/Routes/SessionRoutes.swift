@@ -50,6 +50,7 @@ struct SessionRoutes<Context: RequestContext>: Sendable {
             json.key("state")
             json.gestureState(session.gestureState)
             json.field("ignoredSamples", session.ignoredSamples)
+            json.field("openStreams", session.openStreams)
             json.endObject()
         }
     }

@@ -110,6 +110,8 @@ public final class Session: Sendable {
 
     var ignoredSamples: Int { state.withLock { $0.engine.ignoredSamples } }
 
+    var openStreams: Int { state.withLock { $0.log.openStreams } }
+
     // MARK: - Reports from running actions
 
     /// Publishes progress of `job` if it is still the running action, never going backwards.

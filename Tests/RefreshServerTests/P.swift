@@ -1,1 +1,0 @@
-import Testing; import AsyncHTTPClient; import HummingbirdTesting

@@ -1,0 +1,178 @@
+import Foundation
+import Testing
+@testable import RefreshServer
+
+/// Reconnecting with `Last-Event-ID` misses nothing and repeats nothing.
+@Suite struct ReplayTests {
+    @Test func reconnectReplaysExactlyTheMissedEvents() async throws {
+        try await TestServer.run { server in
+            let id = try await server.session()
+            let first = try await server.events(id)
+            _ = try await first.nextEvent()
+            try await server.sample(id, seq: 1, y: -30)
+            let seen = try await first.nextEvent()
+            let lastSeen = try #require(seen.id)
+
+            // Missed while away: two states (only the newest is kept) and a whole refresh.
+            try await server.sample(id, seq: 2, y: -50)
+            try await server.sample(id, seq: 3, y: -90, phase: "release")
+            let tail = try await first.events(until: "done")
+            let trailingState = try await first.nextEvent()
+            let everything = tail + [trailingState]
+
+            let second = try await server.events(id, lastEventID: lastSeen)
+            #expect(try await second.next().retry != nil)
+            var replayed: [SSE] = []
+            while replayed.last?.id != trailingState.id { replayed.append(try await second.nextEvent()) }
+            let expected = everything.filter { $0.event != "state" } + [trailingState]
+            #expect(replayed.map(\.id) == expected.map(\.id), "replayed \(replayed) expected \(expected)")
+            #expect(replayed.map(\.data) == expected.map(\.data))
+            #expect(replayed.allSatisfy { $0.id! > lastSeen })
+            // Nothing more, no snapshot twice.
+            try await server.sample(id, seq: 4, y: -10)
+            let live = try await second.nextEvent()
+            #expect(live.id! > trailingState.id!)
+            #expect(live.json["seq"] as? Int == 4)
+        }
+    }
+
+    @Test func reconnectWithNothingMissedSendsNothing() async throws {
+        try await TestServer.run { server in
+            let id = try await server.session()
+            try await server.sample(id, seq: 1, y: -30)
+            let first = try await server.events(id)
+            let snapshot = try await first.nextEvent()
+            let second = try await server.events(id, lastEventID: snapshot.id)
+            _ = try await second.next()
+            try await server.sample(id, seq: 2, y: -40)
+            let next = try await second.nextEvent()
+            #expect(next.json["seq"] as? Int == 2)
+        }
+    }
+
+    @Test func aGapBeyondTheBufferAsksForAReset() async throws {
+        var configuration = TestServer.configuration()
+        configuration.replayBufferLength = 4
+        try await TestServer.run(configuration) { server in
+            let id = try await server.session()
+            let stream = try await server.events(id)
+            let snapshot = try await stream.nextEvent()
+            for _ in 0..<3 {
+                _ = try await server.post("/api/sessions/\(id)/refresh")
+                _ = try await stream.events(until: "done")
+            }
+            let late = try await server.events(id, lastEventID: snapshot.id)
+            _ = try await late.next()
+            let reset = try await late.nextEvent()
+            #expect(reset.event == "reset")
+            let state = try await late.nextEvent()
+            #expect(state.event == "state")
+            let unknown = try await server.events(id, lastEventID: 999_999)
+            _ = try await unknown.next()
+            #expect(try await unknown.nextEvent().event == "reset", "an id from elsewhere is a gap too")
+        }
+    }
+
+    @Test func aClientThatLeavesIsNoticedAtOnce() async throws {
+        try await TestServer.run { server in
+            let id = try await server.session()
+            let task = Task {
+                let stream = try await server.events(id)
+                _ = try await stream.nextEvent()
+                try await Task.sleep(for: .seconds(60))
+            }
+            var open = 0
+            for _ in 0..<50 where open == 0 {
+                try await Task.sleep(for: .milliseconds(20))
+                open = try await server.state(id)["openStreams"] as? Int ?? 0
+            }
+            #expect(open == 1)
+            task.cancel()
+            var closed = false
+            for _ in 0..<100 where !closed {
+                try await Task.sleep(for: .milliseconds(20))
+                closed = try await server.state(id)["openStreams"] as? Int == 0
+            }
+            #expect(closed, "the stream was not released after the client left")
+        }
+    }
+
+    @Test func keepaliveCommentsFlowOnIdleStreams() async throws {
+        var configuration = TestServer.configuration()
+        configuration.keepaliveInterval = .milliseconds(100)
+        try await TestServer.run(configuration) { server in
+            let id = try await server.session()
+            let stream = try await server.events(id)
+            _ = try await stream.nextEvent()
+            let block = try await stream.next(within: 2)
+            #expect(block.comment == "keepalive")
+        }
+    }
+
+    @Test func endingASessionClosesItsStreams() async throws {
+        try await TestServer.run { server in
+            let id = try await server.session()
+            let stream = try await server.events(id)
+            _ = try await stream.nextEvent()
+            #expect(try await server.request(.DELETE, "/api/sessions/\(id)").status == 204)
+            #expect(try await stream.ends(within: 2))
+            #expect(try await server.get("/api/sessions/\(id)").status == 404)
+            #expect(try await server.request(.DELETE, "/api/sessions/\(id)").status == 404)
+        }
+    }
+}
+
+/// The event log itself: bounded, coalescing states, detecting gaps.
+@Suite struct EventLogTests {
+    func data(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
+
+    @Test func keepsOnlyTheNewestStateAndEveryOtherEvent() {
+        var log = EventLog(capacity: 8)
+        log.append(.state, data("1"))
+        log.append(.progress, data("2"))
+        log.append(.state, data("3"))
+        log.append(.state, data("4"))
+        log.append(.items, data("5"))
+        guard case .events(let events) = log.events(after: 0) else {
+            Issue.record("gap")
+            return
+        }
+        #expect(events.map(\.id) == [2, 4, 5])
+        guard case .events(let fromThree) = log.events(after: 4) else { return }
+        #expect(fromThree.map(\.id) == [5])
+    }
+
+    @Test func aStateAfterTheLastOtherEventComesLast() {
+        var log = EventLog(capacity: 8)
+        log.append(.done, data("1"))
+        log.append(.state, data("2"))
+        guard case .events(let events) = log.events(after: 0) else { return }
+        #expect(events.map(\.id) == [1, 2])
+        #expect(String(buffer: events[1].frame) == "id: 2\nevent: state\ndata: 2\n\n")
+    }
+
+    @Test func aReaderBehindTheRingHasAGap() {
+        var log = EventLog(capacity: 3)
+        for index in 1...5 { log.append(.progress, data("\(index)")) }
+        #expect({ if case .gap = log.events(after: 1) { true } else { false } }())
+        guard case .events(let events) = log.events(after: 2) else {
+            Issue.record("events 3…5 are still there")
+            return
+        }
+        #expect(events.map(\.id) == [3, 4, 5])
+        #expect({ if case .gap = log.events(after: 6) { true } else { false } }())
+    }
+
+    @Test func superseededStatesDoNotCountAgainstTheRing() {
+        var log = EventLog(capacity: 2)
+        log.append(.done, data("1"))
+        for index in 2...1000 { log.append(.state, data("\(index)")) }
+        guard case .events(let events) = log.events(after: 0) else {
+            Issue.record("a drag pushed a done out")
+            return
+        }
+        #expect(events.map(\.id) == [1, 1000])
+    }
+}
+
+import NIOCore

@@ -1,0 +1,61 @@
+import Synchronization
+@testable import RefreshServer
+
+/// A memory feed whose update takes its time in steps, counts its calls, and can fail or
+/// hang, so tests can watch progress, share flights, cancel and time out.
+final class ScriptedFeed: FeedSource {
+    enum Behaviour: Sendable {
+        case steps(Int, every: Duration)
+        case fail(String)
+        case hang
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    let memory: MemoryFeed
+    let behaviour: Behaviour
+    /// How long reading older items takes, so a load-more can be caught running.
+    let olderDelay: Duration
+    private let calls = Mutex(0)
+
+    init(items: [FeedItem] = [], behaviour: Behaviour, olderDelay: Duration = .zero) {
+        memory = MemoryFeed(items: items)
+        self.behaviour = behaviour
+        self.olderDelay = olderDelay
+    }
+
+    var updateCalls: Int { calls.withLock { $0 } }
+
+    func update(progress: ProgressSink) async throws -> FeedUpdate {
+        calls.withLock { $0 += 1 }
+        switch behaviour {
+        case .steps(let count, let every):
+            for step in 1...count {
+                try await Task.sleep(for: every)
+                progress(FeedProgress(fraction: Double(step) / Double(count), stage: "downloading", message: "Step \(step) of \(count)"))
+            }
+            return FeedUpdate(added: 0, message: "Up to date")
+        case .fail(let message):
+            throw Failure(description: message)
+        case .hang:
+            try await Task.sleep(for: .seconds(3600))
+            return FeedUpdate(added: 0, message: "")
+        }
+    }
+
+    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await memory.newer(than: cursor, limit: limit) }
+    func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage {
+        if olderDelay > .zero { try await Task.sleep(for: olderDelay) }
+        return try await memory.older(than: cursor, limit: limit)
+    }
+    func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }
+    func item(id: String) async throws -> FeedItem? { try await memory.item(id: id) }
+}
+
+func items(_ count: Int, from newest: Int64 = 1_800_000_000_000, prefix: String = "item") -> [FeedItem] {
+    (0..<count).map { index in
+        FeedItem(id: "\(prefix)-\(index)", title: "\(prefix) \(index)", published: Timestamp(milliseconds: newest - Int64(index) * 60_000))
+    }
+}

@@ -1,0 +1,106 @@
+import AsyncHTTPClient
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import NIOHTTP1
+@testable import RefreshServer
+
+/// A server on an ephemeral port, spoken to over real HTTP with AsyncHTTPClient so event
+/// streams can be read as they arrive.
+struct TestServer {
+    let base: String
+
+    /// Leaves bodies as the server sent them (the shared client inflates gzip itself).
+    static let client = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: .init(redirectConfiguration: .disallow, decompression: .disabled))
+
+    static func configuration(_ adjust: (inout ServerConfiguration) -> Void = { _ in }) -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.minimumActionDuration = .zero
+        configuration.publicDirectory = TestServer.publicDirectory
+        adjust(&configuration)
+        return configuration
+    }
+
+    /// The repository's own `Public/`, so static-file tests serve the real page.
+    static var publicDirectory: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Public").path
+    }
+
+    static func run(
+        _ configuration: ServerConfiguration = configuration(), feed: (any FeedSource)? = nil,
+        _ body: @Sendable (TestServer) async throws -> Void
+    ) async throws {
+        let app = try RefreshApplication.build(configuration: configuration, feed: feed)
+        try await app.test(.live) { client in
+            try await body(TestServer(base: "http://127.0.0.1:\(client.port!)"))
+        }
+    }
+
+    struct Reply: Sendable {
+        let status: Int
+        let headers: HTTPHeaders
+        let body: Data
+
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    func request(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = []) async throws -> Reply {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(string: body)) }
+        let response = try await TestServer.client.execute(request, timeout: .seconds(10))
+        let bytes = try await response.body.collect(upTo: 16 * 1024 * 1024)
+        return Reply(status: Int(response.status.code), headers: response.headers, body: Data(bytes.readableBytesView))
+    }
+
+    func post(_ path: String, _ body: String? = nil, headers: [(String, String)] = []) async throws -> Reply {
+        try await request(.POST, path, body: body, headers: headers)
+    }
+
+    func get(_ path: String, headers: [(String, String)] = []) async throws -> Reply {
+        try await request(.GET, path, headers: headers)
+    }
+
+    /// Creates a session and answers its id.
+    func session(_ body: String = "{}") async throws -> String {
+        let reply = try await post("/api/sessions", body)
+        guard reply.status == 201, let id = reply.json["id"] as? String else {
+            throw TestFailure("session not created: \(reply.status) \(reply.text)")
+        }
+        return id
+    }
+
+    @discardableResult
+    func sample(_ session: String, seq: Int, y: Double, phase: String = "drag", content: Double? = nil, viewport: Double? = nil) async throws -> [String: Any] {
+        var fields = ["\"seq\":\(seq)", "\"y\":\(y)", "\"phase\":\"\(phase)\""]
+        if let content { fields.append("\"contentHeight\":\(content)") }
+        if let viewport { fields.append("\"viewportHeight\":\(viewport)") }
+        let reply = try await post("/api/sessions/\(session)/samples", "{\(fields.joined(separator: ","))}")
+        guard reply.status == 200 else { throw TestFailure("sample refused: \(reply.status) \(reply.text)") }
+        return reply.json["state"] as? [String: Any] ?? [:]
+    }
+
+    func state(_ session: String) async throws -> [String: Any] {
+        try await get("/api/sessions/\(session)").json
+    }
+
+    func events(_ session: String, lastEventID: UInt64? = nil, headers: [(String, String)] = []) async throws -> EventReader {
+        var request = HTTPClientRequest(url: "\(base)/api/sessions/\(session)/events")
+        if let lastEventID { request.headers.add(name: "Last-Event-ID", value: String(lastEventID)) }
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        let response = try await TestServer.client.execute(request, timeout: .seconds(30))
+        return EventReader(response: response)
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import NIOCore
+import Testing
+@testable import RefreshServer
+
+@Suite struct JSONTests {
+    @Test(arguments: [
+        (#"{"a":[1,-2.5e3,true,false,null,"x\"\\\/\n\u00e9\ud83d\ude00"]}"#, true),
+        ("  {}  ", true),
+        ("{\"a\":01}", false),
+        ("{\"a\":1,}", false),
+        ("{'a':1}", false),
+        ("{\"a\":\"\u{01}\"}", false),
+        (#"{"a":"\ud800"}"#, false),
+        ("[1] x", false),
+        ("-", false),
+        ("1.", false),
+    ])
+    func parsesOnlyValidJSON(text: String, valid: Bool) {
+        let parsed = try? JSONParser.parse(Array(text.utf8))
+        #expect((parsed != nil) == valid, "\(text)")
+    }
+
+    @Test func decodesStringsAndNumbers() throws {
+        let value = try JSONParser.parse(Array(#"{"s":"é\u00e9\ud83d\ude00","n":-0.5,"big":1e400}"#.utf8))
+        guard case .object(let members) = value else { throw TestFailure("not an object") }
+        #expect(members["s"] == .string("éé😀"))
+        #expect(members["n"] == .number(-0.5))
+        #expect(members["big"] == .number(.infinity))
+    }
+
+    @Test func refusesDeepNesting() {
+        let deep = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
+        #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(Array(deep.utf8)) }
+    }
+
+    @Test func writesEscapedStringsAndCompactNumbers() {
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("text", "a\"b\\c\n<script>&\u{2028}\u{1}")
+        json.field("whole", 80.0)
+        json.field("fraction", 0.5)
+        json.field("nan", Double.nan)
+        json.field("none", nil as String?)
+        json.endObject()
+        #expect(String(buffer: json.buffer) == #"{"text":"a\"b\\c\n\u003cscript\u003e\u0026\u2028\u0001","whole":80,"fraction":0.5,"nan":null,"none":null}"#)
+        let roundTrip = try? JSONSerialization.jsonObject(with: Data(json.buffer.readableBytesView)) as? [String: Any]
+        #expect(roundTrip?["text"] as? String == "a\"b\\c\n<script>&\u{2028}\u{1}")
+    }
+}
+
+@Suite struct TimestampTests {
+    @Test(arguments: [
+        ("1970-01-01T00:00:00Z", Int64(0)),
+        ("2026-11-22T08:00:00Z", Int64(1_795_334_400_000)),
+        ("2026-11-22T09:00:00+01:00", Int64(1_795_334_400_000)),
+        ("2026-11-22t08:00:00.250z", Int64(1_795_334_400_250)),
+        ("2000-02-29T12:00:00-05:30", Int64(951_845_400_000)),
+        ("1969-12-31T23:59:59.5Z", Int64(-500)),
+    ])
+    func parsesRFC3339(text: String, milliseconds: Int64) {
+        #expect(Timestamp(rfc3339: text)?.milliseconds == milliseconds)
+    }
+
+    @Test(arguments: ["2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-11-22", "2026-11-22T08:00:00", "yesterday", "2026-11-22T25:00:00Z", ""])
+    func refusesOthers(text: String) {
+        #expect(Timestamp(rfc3339: text) == nil)
+    }
+
+    @Test func formatsRoundTrip() {
+        for milliseconds: Int64 in [0, 1_795_334_400_000, 1_795_334_400_250, -500, 951_845_400_000] {
+            let text = Timestamp(milliseconds: milliseconds).rfc3339
+            #expect(Timestamp(rfc3339: text)?.milliseconds == milliseconds, "\(text)")
+        }
+        #expect(Timestamp(milliseconds: 1_795_334_400_000).rfc3339 == "2026-11-22T08:00:00Z")
+        #expect(Timestamp(milliseconds: 1_795_334_400_250).rfc3339 == "2026-11-22T08:00:00.250Z")
+    }
+}
+
+@Suite struct MemoryFeedTests {
+    /// Twelve items sharing four timestamps: paging must neither skip nor repeat.
+    @Test func pagesThroughTiesWithoutSkippingOrRepeating() async throws {
+        let all = (0..<12).map { FeedItem(id: "id-\($0)", title: "t", published: Timestamp(milliseconds: Int64($0 / 3) * 1000)) }
+        let feed = MemoryFeed(items: all.shuffled())
+        var seen: [String] = []
+        var cursor: FeedCursor?
+        var hasMore = true
+        while hasMore {
+            let page = try await feed.older(than: cursor, limit: 5)
+            seen += page.items.map(\.id)
+            cursor = page.items.last?.cursor
+            hasMore = page.hasMore
+        }
+        let expected = all.sorted { $0.cursor > $1.cursor }.map(\.id)
+        #expect(seen == expected)
+        #expect(Set(seen).count == 12)
+    }
+
+    @Test func newerThanACursorAndGaps() async throws {
+        let feed = MemoryFeed(items: items(10))
+        let cursor = try #require(try await feed.item(id: "item-5")).cursor
+        let page = try await feed.newer(than: cursor, limit: 10)
+        #expect(page.items.map(\.id) == (0..<5).map { "item-\($0)" })
+        #expect(!page.hasMore)
+        let gap = try await feed.newer(than: cursor, limit: 3)
+        #expect(gap.items.map(\.id) == ["item-0", "item-1", "item-2"])
+        #expect(gap.hasMore)
+    }
+
+    @Test func publishingTheSameIDReplaces() async throws {
+        let feed = MemoryFeed(items: items(3))
+        _ = try await feed.publish([FeedItem(id: "item-1", title: "edited", published: Timestamp(milliseconds: 1_900_000_000_000))])
+        let page = try await feed.older(than: nil, limit: 10)
+        #expect(page.items.map(\.id) == ["item-1", "item-0", "item-2"])
+        #expect(page.items.first?.title == "edited")
+    }
+}
+
+@Suite struct SessionStoreTests {
+    @Test func idleSessionsExpireButOnesWithStreamsStay() throws {
+        var configuration = ServerConfiguration()
+        configuration.sessionIdleTimeout = .seconds(60)
+        let runner = ActionRunner(feed: MemoryFeed(), configuration: configuration)
+        let store = SessionStore(runner: runner, limits: configuration)
+        let idle = try store.create(config: .init(top: Preset.standard.config.top, bottom: Preset.standard.config.bottom, rotation: true, prefetch: false))
+        let watched = try store.create(config: Preset.standard.config)
+        let (_, doorbell) = AsyncStream<Void>.makeStream()
+        _ = watched.subscribe(lastEventID: nil, doorbell: doorbell, now: .now)
+        #expect(store.expireIdle(now: .now) == 0)
+        #expect(store.expireIdle(now: .now + .seconds(61)) == 1)
+        #expect(throws: APIError.self) { try store.session(idle.id) }
+        #expect(try store.session(watched.id) === watched)
+    }
+}
+
+import RefreshEngine

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# gzip of the page, of JSON and of the event stream decodes to the very bytes sent plain.
+source "$(dirname "$0")/lib.sh"
+start_server
+
+curl -s "$BASE/" -o "$WORK/page"
+curl -s -H 'Accept-Encoding: gzip' -D "$WORK/page.headers" "$BASE/" -o "$WORK/page.gz"
+expect_match "the page is gzipped" "$(cat "$WORK/page.headers")" '[Cc]ontent-[Ee]ncoding: gzip'
+expect "the page decodes to the same bytes" "$(gunzip -c "$WORK/page.gz" | sha256sum)" "$(sha256sum <"$WORK/page")"
+etag=$(grep -i '^etag:' "$WORK/page.headers" | cut -d' ' -f2 | tr -d '\r')
+expect "its ETag revalidates" "$(curl -s -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: gzip' -H "If-None-Match: $etag" "$BASE/")" 304
+
+curl -s "$BASE/api/items?limit=40" -o "$WORK/items"
+curl -s -H 'Accept-Encoding: gzip' -D "$WORK/items.headers" "$BASE/api/items?limit=40" -o "$WORK/items.gz"
+expect_match "JSON is gzipped" "$(cat "$WORK/items.headers")" '[Cc]ontent-[Ee]ncoding: gzip'
+expect "JSON decodes to the same bytes" "$(gunzip -c "$WORK/items.gz" | sha256sum)" "$(sha256sum <"$WORK/items")"
+
+session=$(new_session)
+curl -sN "$BASE/api/sessions/$session/events" >"$WORK/plain" &
+curl -sN -H 'Accept-Encoding: gzip' -D "$WORK/stream.headers" "$BASE/api/sessions/$session/events" >"$WORK/stream.gz" &
+sleep 0.3
+sample "$session" 1 -40 >/dev/null
+sample "$session" 2 -90 >/dev/null
+wait_for "$WORK/plain" '"seq":2' 5
+# Each event is flushed: what arrived so far inflates to the complete events.
+sleep 0.3
+python3 -c 'import sys,zlib; d=zlib.decompressobj(31); sys.stdout.write(d.decompress(open(sys.argv[1],"rb").read()).decode())' "$WORK/stream.gz" >"$WORK/inflated"
+expect_match "the stream is gzipped" "$(cat "$WORK/stream.headers")" '[Cc]ontent-[Ee]ncoding: gzip'
+expect "the stream inflates to the plain events, flushed per event" "$(sha256sum <"$WORK/inflated")" "$(sha256sum <"$WORK/plain")"
+finish

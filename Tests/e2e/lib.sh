@@ -1,0 +1,108 @@
+# Shared helpers for the end-to-end scripts: start the built server on a free port, talk
+# to it with curl, and count checks. Source it; call `finish` at the end.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BIN=${REFRESH_SERVER:-$ROOT/.build/debug/refresh-server}
+WORK=$(mktemp -d)
+SERVER_PID=""
+PASSED=0
+FAILED=0
+NAME=$(basename "$0" .sh)
+
+cleanup() {
+    [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null || true
+    jobs -p | xargs -r kill 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# start_server [flags…]: runs refresh-server on port 0 and sets BASE to its URL.
+start_server() {
+    "$BIN" --port 0 --public "$ROOT/Public" --min-refresh-ms 0 "$@" >"$WORK/server.log" 2>&1 &
+    SERVER_PID=$!
+    for _ in $(seq 100); do
+        BASE=$(grep -o 'http://[0-9.:]*' "$WORK/server.log" | head -n1 || true)
+        [ -n "$BASE" ] && return 0
+        sleep 0.1
+    done
+    echo "the server did not start:" >&2
+    cat "$WORK/server.log" >&2
+    exit 1
+}
+
+pass() { PASSED=$((PASSED + 1)); echo "  ok   $1"; }
+fail() { FAILED=$((FAILED + 1)); echo "  FAIL $1" >&2; }
+
+# expect DESCRIPTION ACTUAL EXPECTED
+expect() {
+    if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: got '$2', expected '$3'"; fi
+}
+
+# expect_match DESCRIPTION TEXT REGEX
+expect_match() {
+    if printf '%s' "$2" | grep -Eq -- "$3"; then pass "$1"; else fail "$1: '$2' does not match /$3/"; fi
+}
+
+# json EXPRESSION: evaluates a Python expression over the JSON on stdin, bound to `d`.
+json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+# status METHOD PATH [BODY]: the HTTP status; the body goes to $WORK/body.
+status() {
+    local args=(-s -o "$WORK/body" -w '%{http_code}' -X "$1" "$BASE$2")
+    [ $# -ge 3 ] && args+=(--data-binary "$3")
+    curl "${args[@]}"
+}
+
+new_session() { curl -s -X POST "$BASE/api/sessions" --data-binary "${1:-{\}}" | json 'd["id"]'; }
+
+# sample SESSION SEQ Y [PHASE] [EXTRA JSON FIELDS]: posts one sample, prints the state.
+sample() {
+    curl -s -X POST "$BASE/api/sessions/$1/samples" \
+        --data-binary "{\"seq\":$2,\"y\":$3,\"phase\":\"${4:-drag}\"${5:+,$5}}"
+}
+
+# listen SESSION FILE [curl flags…]: follows the event stream into FILE in the background.
+listen() {
+    local session=$1 file=$2
+    shift 2
+    curl -sN "$@" "$BASE/api/sessions/$session/events" >"$file" &
+    wait_for "$file" '^event: state' 5
+}
+
+# wait_for FILE REGEX SECONDS: waits until a line of FILE matches.
+wait_for() {
+    local deadline=$((SECONDS + $3))
+    until grep -Eq -- "$2" "$1" 2>/dev/null; do
+        if [ $SECONDS -ge $deadline ]; then
+            fail "no line matching /$2/ in $(basename "$1") within $3 s"
+            return 1
+        fi
+        sleep 0.05
+    done
+}
+
+# events FILE: one line per event, "ID EVENT DATA".
+events() {
+    python3 - "$1" <<'PY'
+import sys
+blocks = open(sys.argv[1]).read().split("\n\n")
+for block in blocks:
+    fields = {}
+    for line in block.split("\n"):
+        if ":" in line and not line.startswith(":"):
+            key, _, value = line.partition(":")
+            fields[key] = value[1:] if value.startswith(" ") else value
+    if "event" in fields:
+        print(fields.get("id", "-"), fields["event"], fields.get("data", ""))
+PY
+}
+
+finish() {
+    echo "$NAME: $PASSED passed, $FAILED failed"
+    if [ "$PASSED" -eq 0 ]; then
+        echo "$NAME: no expectation was checked" >&2
+        exit 1
+    fi
+    [ "$FAILED" -eq 0 ]
+}

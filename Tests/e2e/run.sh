@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs every end-to-end script against the built server; prints one summary line.
+set -uo pipefail
+cd "$(dirname "$0")"
+passed=0
+failed=0
+for script in gesture.sh bottom.sh cancel.sh replay.sh gzip.sh bad-input.sh traversal.sh shutdown.sh; do
+    echo "== $script"
+    if bash "$script"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+echo "e2e: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
