@@ -33,14 +33,13 @@ struct ActionRunner: Sendable {
     private struct TimedOut: Error {}
 
     func run(_ job: Job, window: Session.Window, for session: Session) async {
-        let clock = ContinuousClock()
-        let started = clock.now
+        let started = ContinuousClock.now
         let result: Session.Result
         do {
             let outcome = try await withThrowingTaskGroup(of: ActionResult?.self) { group in
                 group.addTask {
                     switch job.kind {
-                    case .refresh: try await refresh(job, window: window, session: session)
+                    case .refresh: try await refresh(job, window: window, session: session, holdUntil: started + minimumDuration)
                     case .loadMore: try await loadMore(job, window: window, session: session)
                     }
                 }
@@ -51,9 +50,6 @@ struct ActionRunner: Sendable {
                 defer { group.cancelAll() }
                 guard let first = try await group.next(), let result = first else { throw TimedOut() }
                 return result
-            }
-            if job.kind == .refresh {
-                try await Task.sleep(until: started + minimumDuration, clock: clock)
             }
             result = .completed(outcome)
         } catch is CancellationError {
@@ -70,7 +66,9 @@ struct ActionRunner: Sendable {
         }
     }
 
-    private func refresh(_ job: Job, window: Session.Window, session: Session) async throws -> ActionResult {
+    /// `holdUntil`: the spinner stays at least until then, so a fast refresh reads as an
+    /// answer rather than a flicker; the last progress step waits for it with the items.
+    private func refresh(_ job: Job, window: Session.Window, session: Session, holdUntil: ContinuousClock.Instant) async throws -> ActionResult {
         session.progress(job, fraction: 0, stage: "starting", message: "Checking for new items…")
         let update = try await sharedUpdate.run { progress in
             session.progress(job, fraction: 0.05 + 0.85 * progress.fraction, stage: progress.stage, message: progress.message)
@@ -96,6 +94,7 @@ struct ActionRunner: Sendable {
             result.replacesList ? "Showing the latest items"
             : count == 0 ? (update.added == 0 ? "Already up to date" : update.message)
             : count == 1 ? "1 new item" : "\(count) new items"
+        try await Task.sleep(until: holdUntil, clock: ContinuousClock())
         session.progress(job, fraction: 1, stage: "done", message: message)
         return result
     }

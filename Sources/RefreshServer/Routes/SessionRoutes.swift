@@ -98,8 +98,11 @@ struct SessionRoutes<Context: RequestContext>: Sendable {
 
     @Sendable func events(_ request: Request, context: Context) async throws -> Response {
         let session = try session(context)
-        let lastEventID = try request.headers[.lastEventID].map { (header) throws(APIError) -> UInt64 in
-            guard let id = UInt64(header.trimmingCharacters(in: .whitespaces)) else {
+        // The header is what EventSource sends on its own reconnects; the query parameter
+        // lets a client that opens a new EventSource resume too.
+        let given = request.headers[.lastEventID] ?? request.uri.queryParameters["lastEventId"].map(String.init)
+        let lastEventID = try given.map { (text) throws(APIError) -> UInt64 in
+            guard let id = UInt64(text.trimmingCharacters(in: .whitespaces)) else {
                 throw APIError.invalid("Last-Event-ID", "must be an event id received from this stream")
             }
             return id

@@ -1,0 +1,100 @@
+// The demo list: renders the items the server sends into a role="feed" list. Everything
+// about the gesture lives in the <pull-to-refresh> element and, behind it, on the server.
+
+const params = new URLSearchParams(location.search);
+const element = document.getElementById("list");
+// A preset from the address (?preset=ios15) must be set before the element starts.
+if (params.get("preset")) element.setAttribute("preset", params.get("preset"));
+await import("/pull-to-refresh/element.js");
+
+const feed = element.querySelector(".feed");
+const empty = element.querySelector(".empty");
+const refreshButton = document.getElementById("refresh");
+const connection = document.querySelector(".connection");
+const shown = new Set();
+
+const timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+
+/** One item as an article. Every field goes in as text: titles are never markup. */
+function render(item) {
+  const article = document.createElement("li");
+  article.className = "item";
+  article.setAttribute("role", "article");
+  article.dataset.id = item.id;
+  const title = document.createElement("h2");
+  if (item.link && /^https?:\/\//i.test(item.link)) {
+    const link = document.createElement("a");
+    link.href = item.link;
+    link.rel = "noopener noreferrer";
+    link.textContent = item.title;
+    title.append(link);
+  } else {
+    title.textContent = item.title;
+  }
+  article.append(title);
+  if (item.summary) {
+    const summary = document.createElement("p");
+    summary.textContent = item.summary;
+    article.append(summary);
+  }
+  const meta = document.createElement("p");
+  meta.className = "meta";
+  const time = document.createElement("time");
+  time.dateTime = item.published;
+  time.textContent = timeFormat.format(new Date(item.published));
+  meta.append(time);
+  if (item.author) meta.append(` · ${item.author}`);
+  article.append(meta);
+  return article;
+}
+
+function updatePositions() {
+  const articles = feed.children;
+  for (let index = 0; index < articles.length; index++) {
+    articles[index].setAttribute("aria-posinset", String(index + 1));
+    articles[index].setAttribute("aria-setsize", "-1");
+  }
+  empty.hidden = articles.length > 0;
+}
+
+element.addEventListener("ptr-items", (event) => {
+  const { op, items } = event.detail;
+  const fresh = items.filter((item) => !shown.has(item.id));
+  for (const item of fresh) shown.add(item.id);
+  const nodes = fresh.map(render);
+  if (op === "prepend") {
+    // Keep what the reader is looking at in place when items arrive above it.
+    const scroller = element.scroller;
+    const before = scroller.scrollHeight;
+    feed.prepend(...nodes);
+    if (scroller.scrollTop > 0) scroller.scrollTop += scroller.scrollHeight - before;
+    for (const node of nodes) node.classList.add("new");
+  } else {
+    feed.append(...nodes);
+  }
+  updatePositions();
+});
+
+element.addEventListener("ptr-reset", () => {
+  feed.replaceChildren();
+  shown.clear();
+  updatePositions();
+});
+
+element.addEventListener("ptr-session", () => {
+  feed.replaceChildren();
+  shown.clear();
+  updatePositions();
+});
+
+element.addEventListener("ptr-state", (event) => {
+  const busy = event.detail.phase === "refreshing" || event.detail.phase === "loading";
+  feed.setAttribute("aria-busy", String(busy));
+  refreshButton.disabled = event.detail.phase === "refreshing";
+});
+
+new MutationObserver(() => {
+  connection.textContent = element.hasAttribute("offline") ? "Reconnecting…" : "";
+}).observe(element, { attributes: true, attributeFilter: ["offline"] });
+
+refreshButton.addEventListener("click", () => element.refresh());

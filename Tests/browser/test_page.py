@@ -1,0 +1,243 @@
+"""The page in a real headless Chromium: touch, mouse, wheel and keyboard, drawn from SSE."""
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import time
+import urllib.request
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ARTIFACTS = pathlib.Path(os.environ.get("ARTIFACTS", ROOT / "artifacts"))
+BINARY = os.environ.get("REFRESH_SERVER", str(ROOT / ".build" / "debug" / "refresh-server"))
+
+
+@pytest.fixture(scope="module")
+def server():
+    process = subprocess.Popen(
+        [BINARY, "--port", "0", "--public", str(ROOT / "Public"), "--min-refresh-ms", "700", "--log-level", "warning"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = None
+    deadline = time.time() + 20
+    while time.time() < deadline and base is None:
+        line = process.stdout.readline()
+        match = re.search(r"http://[0-9.:]+", line)
+        if match:
+            base = match.group(0)
+    assert base, "the server did not start"
+    yield base
+    process.terminate()
+    process.wait(timeout=5)
+
+
+def make_driver(width, height, reduced_motion=False):
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     f"--window-size={width},{height}", "--force-device-scale-factor=1"):
+        options.add_argument(argument)
+    if reduced_motion:
+        options.add_argument("--force-prefers-reduced-motion")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=shutil.which("chromedriver")), options=options)
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600})
+    driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": True, "maxTouchPoints": 5})
+    return driver
+
+
+@pytest.fixture
+def phone():
+    driver = make_driver(390, 844)
+    yield driver
+    driver.quit()
+
+
+def publish(base, title):
+    request = urllib.request.Request(base + "/api/items", data=json.dumps({"title": title}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request) as reply:
+        assert reply.status == 201
+
+
+def open_page(driver, base, query=""):
+    driver.get(base + "/" + query)
+    wait(driver, lambda d: d.execute_script("return document.querySelectorAll('.feed .item').length") >= 10)
+    # Count what the page is told, to assert on actions without timing guesses.
+    driver.execute_script("""
+        window.done = [];
+        document.getElementById('list').addEventListener('ptr-done', e => window.done.push(e.detail));
+    """)
+
+
+def wait(driver, condition, timeout=10):
+    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition)
+
+
+def refreshes(driver):
+    return driver.execute_script("return window.done.filter(d => d.kind === 'refresh' && d.outcome === 'completed').length")
+
+
+def list_box(driver):
+    return driver.execute_script("const r = document.getElementById('list').getBoundingClientRect(); return [r.x, r.y, r.width, r.height];")
+
+
+def label(driver):
+    return driver.execute_script("return document.querySelector('.ptr-top .ptr-label').textContent")
+
+
+def touch(driver, kind, x, y):
+    points = [] if kind == "touchEnd" else [{"x": x, "y": y, "id": 1}]
+    driver.execute_cdp_cmd("Input.dispatchTouchEvent", {"type": kind, "touchPoints": points})
+
+
+def touch_drag(driver, distance, release=True, steps=15):
+    x, top, width, _ = list_box(driver)
+    x, y = x + width / 2, top + 40
+    touch(driver, "touchStart", x, y)
+    for step in range(1, steps + 1):
+        touch(driver, "touchMove", x, y + distance * step / steps)
+        time.sleep(0.02)
+    if release:
+        touch(driver, "touchEnd", x, y + distance)
+    return x, y + distance
+
+
+def first_titles(driver, count=3):
+    return driver.execute_script(
+        f"return [...document.querySelectorAll('.feed .item h2')].slice(0, {count}).map(e => e.textContent)")
+
+
+def screenshot(driver, name):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(ARTIFACTS / name))
+
+
+def assert_no_console_errors(driver):
+    errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == []
+
+
+def test_a_touch_pull_shows_release_then_refreshes_with_the_new_item(server, phone):
+    open_page(phone, server)
+    publish(server, "Published before the pull")
+    x, y = touch_drag(phone, 150, release=False)
+    wait(phone, lambda d: label(d) == "Release to refresh")
+    rotation = phone.execute_script("return document.querySelector('.ptr-arrow').style.transform")
+    assert rotation == "rotate(180deg)"
+    touch(phone, "touchEnd", x, y)
+    wait(phone, lambda d: d.execute_script(
+        "return getComputedStyle(document.querySelector('.ptr-top .ptr-spinner')).display") != "none")
+    assert label(phone) == "Refreshing…"
+    held = phone.execute_script("return getComputedStyle(document.querySelector('.ptr-scroller')).transform")
+    assert held != "none", "the list is held open while refreshing"
+    screenshot(phone, "phone-mid-refresh.png")
+    wait(phone, lambda d: first_titles(d, 1) == ["Published before the pull"])
+    wait(phone, lambda d: refreshes(d) == 1)
+    wait(phone, lambda d: "Updated, 1 new" in d.execute_script("return document.querySelector('.ptr-live').textContent"))
+    time.sleep(0.4)
+    screenshot(phone, "phone-after-refresh.png")
+    assert_no_console_errors(phone)
+
+
+def test_a_short_pull_refreshes_nothing(server, phone):
+    open_page(phone, server)
+    before = first_titles(phone, 5)
+    touch_drag(phone, 40, release=False)
+    wait(phone, lambda d: label(d) == "Pull to refresh")
+    x, top, width, _ = list_box(phone)
+    touch(phone, "touchEnd", 0, 0)
+    time.sleep(1.2)
+    assert refreshes(phone) == 0
+    assert phone.execute_script("return document.getElementById('list').dataset.phase") != "refreshing"
+    assert first_titles(phone, 5) == before
+    assert_no_console_errors(phone)
+
+
+def test_a_mouse_drag_refreshes(server):
+    driver = make_driver(1280, 800)
+    try:
+        open_page(driver, server)
+        publish(server, "Arrived by mouse")
+        x, top, width, _ = list_box(driver)
+        x, y = x + width / 2, top + 60
+        driver.execute_cdp_cmd("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+        driver.execute_cdp_cmd("Input.dispatchMouseEvent", {"type": "mousePressed", "x": x, "y": y, "button": "left", "clickCount": 1})
+        for step in range(1, 16):
+            driver.execute_cdp_cmd("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y + 10 * step, "button": "left", "buttons": 1})
+            time.sleep(0.02)
+        wait(driver, lambda d: label(d) == "Release to refresh")
+        driver.execute_cdp_cmd("Input.dispatchMouseEvent", {"type": "mouseReleased", "x": x, "y": y + 150, "button": "left", "clickCount": 1})
+        wait(driver, lambda d: d.execute_script("return document.getElementById('list').dataset.phase") == "refreshing")
+        screenshot(driver, "desktop-mid-refresh.png")
+        wait(driver, lambda d: refreshes(d) == 1)
+        wait(driver, lambda d: first_titles(d, 1) == ["Arrived by mouse"])
+        time.sleep(0.4)
+        screenshot(driver, "desktop-after-refresh.png")
+        assert_no_console_errors(driver)
+    finally:
+        driver.quit()
+
+
+def test_a_wheel_overscroll_refreshes(server):
+    driver = make_driver(1280, 800)
+    try:
+        open_page(driver, server)
+        x, top, width, _ = list_box(driver)
+        for _ in range(12):
+            driver.execute_cdp_cmd("Input.dispatchMouseEvent",
+                                   {"type": "mouseWheel", "x": x + width / 2, "y": top + 100, "deltaX": 0, "deltaY": -40})
+            time.sleep(0.02)
+        wait(driver, lambda d: d.execute_script("return document.getElementById('list').dataset.phase") == "refreshing")
+        wait(driver, lambda d: refreshes(d) == 1)
+        assert_no_console_errors(driver)
+    finally:
+        driver.quit()
+
+
+def test_enter_on_the_refresh_button_refreshes(server, phone):
+    open_page(phone, server)
+    button = phone.find_element(By.ID, "refresh")
+    button.send_keys(Keys.NULL)
+    phone.execute_script("document.getElementById('refresh').focus()")
+    assert phone.switch_to.active_element == button
+    button.send_keys(Keys.ENTER)
+    wait(phone, lambda d: d.execute_script("return document.getElementById('list').dataset.phase") == "refreshing")
+    wait(phone, lambda d: refreshes(d) == 1)
+    assert_no_console_errors(phone)
+
+
+def test_pulling_up_at_the_bottom_loads_older_items(server, phone):
+    open_page(phone, server, "?preset=uikit-bottom")
+    count = phone.execute_script("return document.querySelectorAll('.feed .item').length")
+    phone.execute_script("const s = document.querySelector('.ptr-scroller'); s.scrollTop = s.scrollHeight;")
+    time.sleep(0.3)
+    x, top, width, height = list_box(phone)
+    x, y = x + width / 2, top + height - 60
+    touch(phone, "touchStart", x, y)
+    for step in range(1, 16):
+        touch(phone, "touchMove", x, y - 14 * step)
+        time.sleep(0.02)
+    touch(phone, "touchEnd", x, y - 210)
+    wait(phone, lambda d: d.execute_script("return document.querySelectorAll('.feed .item').length") > count)
+    kinds = phone.execute_script("return window.done.map(d => d.kind)")
+    assert "loadMore" in kinds
+    assert_no_console_errors(phone)
+
+
+def test_the_list_is_an_accessible_feed(server, phone):
+    open_page(phone, server)
+    assert phone.find_element(By.CSS_SELECTOR, ".feed").get_attribute("role") == "feed"
+    assert phone.find_element(By.CSS_SELECTOR, ".feed .item").get_attribute("role") == "article"
+    assert phone.find_element(By.CSS_SELECTOR, ".ptr-live").get_attribute("aria-live") == "polite"
+    behaviour = phone.execute_script("return getComputedStyle(document.body).overscrollBehaviorY")
+    assert behaviour == "none"
