@@ -241,3 +241,28 @@ def test_the_list_is_an_accessible_feed(server, phone):
     assert phone.find_element(By.CSS_SELECTOR, ".ptr-live").get_attribute("aria-live") == "polite"
     behaviour = phone.execute_script("return getComputedStyle(document.body).overscrollBehaviorY")
     assert behaviour == "none"
+
+
+def test_a_forgotten_session_is_replaced_transparently(server, phone):
+    open_page(phone, server)
+    old = phone.execute_script("return document.getElementById('list').dataset.session")
+    request = urllib.request.Request(f"{server}/api/sessions/{old}", method="DELETE")
+    with urllib.request.urlopen(request) as reply:
+        assert reply.status == 204
+    wait(phone, lambda d: d.execute_script("return document.getElementById('list').dataset.session") not in (None, old), timeout=15)
+    wait(phone, lambda d: d.execute_script("return document.querySelectorAll('.feed .item').length") >= 10)
+    # The new session answers gestures like the old one.
+    touch_drag(phone, 150)
+    wait(phone, lambda d: refreshes(d) >= 1)
+
+
+def test_reduced_motion_stops_the_spinner(server):
+    driver = make_driver(390, 844, reduced_motion=True)
+    try:
+        open_page(driver, server)
+        animation = driver.execute_script("return getComputedStyle(document.querySelector('.ptr-spinner')).animationName")
+        transition = driver.execute_script("return getComputedStyle(document.querySelector('.ptr-scroller')).transitionDuration")
+        assert animation == "none"
+        assert transition == "0s"
+    finally:
+        driver.quit()
