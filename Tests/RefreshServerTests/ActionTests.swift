@@ -7,9 +7,7 @@ import Testing
     @Test func aProgrammaticRefreshAndItsCancellation() async throws {
         let feed = ScriptedFeed(items: items(3), behaviour: .hang)
         try await TestServer.run(feed: feed) { server in
-            let id = try await server.session()
-            let stream = try await server.events(id)
-            _ = try await stream.nextEvent()
+            let (id, stream) = try await server.watchedSession()
             let started = try await server.post("/api/sessions/\(id)/refresh")
             #expect(started.status == 202)
             let action = started.json["actionId"] as? String
@@ -45,9 +43,7 @@ import Testing
             var streams: [EventReader] = []
             var ids: [String] = []
             for _ in 0..<4 {
-                let id = try await server.session()
-                let stream = try await server.events(id)
-                _ = try await stream.nextEvent()
+                let (id, stream) = try await server.watchedSession()
                 ids.append(id)
                 streams.append(stream)
             }
@@ -64,9 +60,7 @@ import Testing
     @Test func aFailingFeedEndsInDoneFailedWithItsMessage() async throws {
         let feed = ScriptedFeed(items: items(3), behaviour: .fail("The upstream answered 503 Service Unavailable."))
         try await TestServer.run(feed: feed) { server in
-            let id = try await server.session()
-            let stream = try await server.events(id)
-            _ = try await stream.nextEvent()
+            let (id, stream) = try await server.watchedSession()
             _ = try await server.post("/api/sessions/\(id)/refresh")
             let done = try await stream.events(until: "done").last!.json
             #expect(done["outcome"] as? String == "failed")
@@ -81,9 +75,7 @@ import Testing
         var configuration = TestServer.configuration()
         configuration.actionTimeout = .milliseconds(300)
         try await TestServer.run(configuration, feed: feed) { server in
-            let id = try await server.session()
-            let stream = try await server.events(id)
-            _ = try await stream.nextEvent()
+            let (id, stream) = try await server.watchedSession()
             _ = try await server.post("/api/sessions/\(id)/refresh")
             let done = try await stream.events(until: "done").last!.json
             #expect(done["outcome"] as? String == "failed")
@@ -94,9 +86,7 @@ import Testing
     @Test func aPullDuringALoadMoreCancelsIt() async throws {
         let feed = ScriptedFeed(items: items(3), behaviour: .steps(2, every: .milliseconds(50)), olderDelay: .milliseconds(500))
         try await TestServer.run(feed: feed) { server in
-            let id = try await server.session()
-            let stream = try await server.events(id)
-            _ = try await stream.nextEvent()
+            let (id, stream) = try await server.watchedSession()
             let load = try await server.post("/api/sessions/\(id)/load-more").json["actionId"] as? String
             let refresh = try await server.post("/api/sessions/\(id)/refresh").json["actionId"] as? String
             #expect(load != refresh)

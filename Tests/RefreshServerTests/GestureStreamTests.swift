@@ -32,9 +32,7 @@ import Testing
     @Test func aPullAndReleaseRefreshesWithProgressItemsAndDoneInOrder() async throws {
         let feed = ScriptedFeed(items: items(5), behaviour: .steps(4, every: .milliseconds(20)))
         try await TestServer.run(feed: feed) { server in
-            let id = try await server.session()
-            let stream = try await server.events(id)
-            _ = try await stream.nextEvent()
+            let (id, stream) = try await server.watchedSession()
             #expect(try await server.sample(id, seq: 1, y: -40)["phase"] as? String == "pulling")
             #expect(try await server.sample(id, seq: 2, y: -90)["phase"] as? String == "armed")
             #expect(try await server.sample(id, seq: 3, y: -90, phase: "release")["phase"] as? String == "refreshing")
@@ -91,9 +89,7 @@ import Testing
         var configuration = TestServer.configuration()
         configuration.pageSize = 10
         try await TestServer.run(configuration, feed: feed) { server in
-            let id = try await server.session(#"{"preset":"uikit-bottom"}"#)
-            let stream = try await server.events(id)
-            _ = try await stream.nextEvent()
+            let (id, stream) = try await server.watchedSession(#"{"preset":"uikit-bottom"}"#)
             #expect(try await server.post("/api/sessions/\(id)/refresh").status == 202)
             let first = try await stream.events(until: "done")
             #expect((first.first { $0.event == "items" }?.json["items"] as? [[String: Any]])?.first?["id"] as? String == "item-0")
@@ -115,9 +111,7 @@ import Testing
         var configuration = TestServer.configuration()
         configuration.pageSize = 10
         try await TestServer.run(configuration, feed: feed) { server in
-            let id = try await server.session()
-            let stream = try await server.events(id)
-            _ = try await stream.nextEvent()
+            let (id, stream) = try await server.watchedSession()
             var seq = 0
             var loaded = 0
             var content = 0.0

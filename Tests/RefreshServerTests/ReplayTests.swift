@@ -101,9 +101,7 @@ import Testing
         var configuration = TestServer.configuration()
         configuration.keepaliveInterval = .milliseconds(100)
         try await TestServer.run(configuration) { server in
-            let id = try await server.session()
-            let stream = try await server.events(id)
-            _ = try await stream.nextEvent()
+            let (id, stream) = try await server.watchedSession()
             let block = try await stream.next(within: 2)
             #expect(block.comment == "keepalive")
         }
@@ -111,9 +109,7 @@ import Testing
 
     @Test func endingASessionClosesItsStreams() async throws {
         try await TestServer.run { server in
-            let id = try await server.session()
-            let stream = try await server.events(id)
-            _ = try await stream.nextEvent()
+            let (id, stream) = try await server.watchedSession()
             #expect(try await server.request(.DELETE, "/api/sessions/\(id)").status == 204)
             #expect(try await stream.ends(within: 2))
             #expect(try await server.get("/api/sessions/\(id)").status == 404)

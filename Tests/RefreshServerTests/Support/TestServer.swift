@@ -77,6 +77,14 @@ struct TestServer {
         return id
     }
 
+    /// A new session with its event stream open and past the opening snapshot.
+    func watchedSession(_ body: String = "{}") async throws -> (id: String, stream: EventReader) {
+        let id = try await session(body)
+        let stream = try await events(id)
+        _ = try await stream.nextEvent()
+        return (id, stream)
+    }
+
     @discardableResult
     func sample(_ session: String, seq: Int, y: Double, phase: String = "drag", content: Double? = nil, viewport: Double? = nil) async throws -> [String: Any] {
         var fields = ["\"seq\":\(seq)", "\"y\":\(y)", "\"phase\":\"\(phase)\""]
