@@ -6,7 +6,8 @@ import NIOCore
 /// Embed it in another app, or run it with `refresh-server`.
 public enum RefreshApplication {
     /// - Parameters:
-    ///   - feed: where items come from; an in-memory feed (with demo items if configured) by default.
+    ///   - feed: where items come from; by default the SQLite store of `configuration.database`,
+    ///     pulling `configuration.feeds`, seeded with demo items on first start if configured.
     ///   - onServerRunning: called with the bound port once listening (useful with port 0).
     public static func build(
         configuration: ServerConfiguration,
@@ -14,7 +15,7 @@ public enum RefreshApplication {
         logger: Logger = Logger(label: "refresh-server"),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> some ApplicationProtocol {
-        let feed = feed ?? MemoryFeed(items: configuration.demo ? DemoItems.make() : [])
+        let feed = try feed ?? defaultFeed(configuration)
         let runner = ActionRunner(feed: feed, configuration: configuration)
         let sessions = SessionStore(runner: runner, limits: configuration)
         let files = try StaticFiles(directory: configuration.publicDirectory)
@@ -47,5 +48,15 @@ public enum RefreshApplication {
             services: [SessionMaintenance(sessions: sessions, keepaliveInterval: configuration.keepaliveInterval)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger)
+    }
+
+    static func defaultFeed(_ configuration: ServerConfiguration) throws -> SQLiteFeed {
+        let upstreams = try configuration.feeds.isEmpty
+            ? nil : UpstreamSet(urls: configuration.feeds, maxBytes: configuration.maxFeedBytes, timeout: configuration.feedTimeout)
+        let store = try SQLiteFeed(path: configuration.database, upstreams: upstreams)
+        if configuration.demo ?? configuration.feeds.isEmpty, try store.isEmpty {
+            try store.seed(DemoItems.make())
+        }
+        return store
     }
 }

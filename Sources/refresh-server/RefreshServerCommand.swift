@@ -57,18 +57,31 @@ struct RefreshServerCommand: AsyncParsableCommand {
     @Option(help: "Items per load-more page, and at most per refresh.")
     var pageSize = 20
 
-    @Flag(inversion: .prefixedNo, help: "Seed the feed with example items.")
-    var demo = true
+    @Option(help: "SQLite file holding the feed (created with its folder), or :memory:.")
+    var database = "data/refresh.sqlite"
+
+    @Option(name: .customLong("feed"), help: "Upstream RSS, Atom or JSON Feed URL a refresh pulls (repeatable).")
+    var feeds: [String] = []
+
+    @Option(help: "Largest upstream feed accepted, in bytes.")
+    var maxFeedBytes = 10 * 1024 * 1024
+
+    @Option(help: "Seconds an upstream download may take.")
+    var feedTimeout = 20.0
+
+    @Flag(inversion: .prefixedNo, help: "Seed an empty store with example items (default: on when no --feed is given).")
+    var demo: Bool?
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535.") }
         for (name, value) in [("--max-body-bytes", maxBodyBytes), ("--max-samples-per-request", maxSamplesPerRequest),
-                              ("--max-sessions", maxSessions), ("--replay-buffer", replayBuffer), ("--page-size", pageSize)]
+                              ("--max-sessions", maxSessions), ("--replay-buffer", replayBuffer), ("--page-size", pageSize),
+                              ("--max-feed-bytes", maxFeedBytes)]
         where value < 1 {
             throw ValidationError("\(name) must be at least 1.")
         }
         for (name, value) in [("--max-samples-per-second", maxSamplesPerSecond), ("--session-idle-timeout", sessionIdleTimeout),
-                              ("--keepalive", keepalive), ("--refresh-timeout", refreshTimeout)]
+                              ("--keepalive", keepalive), ("--refresh-timeout", refreshTimeout), ("--feed-timeout", feedTimeout)]
         where !(value > 0 && value.isFinite) {
             throw ValidationError("\(name) must be a positive number.")
         }
@@ -93,6 +106,10 @@ struct RefreshServerCommand: AsyncParsableCommand {
         configuration.actionTimeout = .milliseconds(Int64(refreshTimeout * 1000))
         configuration.minimumActionDuration = .milliseconds(minRefreshMs)
         configuration.pageSize = pageSize
+        configuration.database = database
+        configuration.feeds = feeds
+        configuration.maxFeedBytes = maxFeedBytes
+        configuration.feedTimeout = .milliseconds(Int64(feedTimeout * 1000))
         configuration.demo = demo
 
         let host = self.host

@@ -24,7 +24,8 @@ BINARY = os.environ.get("REFRESH_SERVER", str(ROOT / ".build" / "debug" / "refre
 @pytest.fixture(scope="module")
 def server():
     process = subprocess.Popen(
-        [BINARY, "--port", "0", "--public", str(ROOT / "Public"), "--min-refresh-ms", "700", "--log-level", "warning"],
+        [BINARY, "--port", "0", "--public", str(ROOT / "Public"), "--min-refresh-ms", "700", "--log-level", "warning",
+         "--database", ":memory:"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = None
     deadline = time.time() + 20

@@ -19,7 +19,7 @@ trap cleanup EXIT
 
 # start_server [flags…]: runs refresh-server on port 0 and sets BASE to its URL.
 start_server() {
-    "$BIN" --port 0 --public "$ROOT/Public" --min-refresh-ms 0 "$@" >"$WORK/server.log" 2>&1 &
+    "$BIN" --port 0 --public "$ROOT/Public" --min-refresh-ms 0 --database "${DATABASE:-:memory:}" "$@" >"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 100); do
         BASE=$(grep -o 'http://[0-9.:]*' "$WORK/server.log" | head -n1 || true)

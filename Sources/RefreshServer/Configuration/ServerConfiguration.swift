@@ -35,8 +35,16 @@ public struct ServerConfiguration: Sendable {
     public var minimumActionDuration: Duration = .milliseconds(400)
     /// Items per load-more page, and at most per refresh.
     public var pageSize = 20
-    /// Seed the feed with example items.
-    public var demo = true
+    /// The SQLite file holding the feed (its folder is created), or `:memory:`.
+    public var database = "data/refresh.sqlite"
+    /// Upstream feeds (RSS, Atom, JSON Feed) a refresh pulls into the store.
+    public var feeds: [String] = []
+    /// Largest upstream feed accepted, in bytes.
+    public var maxFeedBytes = 10 * 1024 * 1024
+    /// Longest an upstream download may take.
+    public var feedTimeout: Duration = .seconds(20)
+    /// Seed an empty store with example items; `nil` means "when no upstream feed is given".
+    public var demo: Bool?
 
     public init() {}
 

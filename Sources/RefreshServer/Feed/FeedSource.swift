@@ -34,7 +34,7 @@ public struct FeedUpdate: Sendable, Equatable {
 /// shows; load-more reads what is older.
 public protocol FeedSource: Sendable {
     /// Brings the feed up to date with its upstream, reporting progress as it goes.
-    func update(progress: ProgressSink) async throws -> FeedUpdate
+    func update(progress: @escaping ProgressSink) async throws -> FeedUpdate
     /// Items strictly newer than `cursor`, the newest `limit` of them; `hasMore` when there
     /// are more than `limit` (a gap the caller cannot fill by prepending).
     func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage

@@ -37,7 +37,7 @@ public final class MemoryFeed: FeedSource {
     }
 
     /// Nothing upstream: the feed is always up to date.
-    public func update(progress: ProgressSink) async throws -> FeedUpdate {
+    public func update(progress: @escaping ProgressSink) async throws -> FeedUpdate {
         progress(FeedProgress(fraction: 1, stage: "checking", message: "Checked for new items"))
         return FeedUpdate(added: 0, message: "Up to date")
     }

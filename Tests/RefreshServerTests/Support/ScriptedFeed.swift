@@ -28,7 +28,7 @@ final class ScriptedFeed: FeedSource {
 
     var updateCalls: Int { calls.withLock { $0 } }
 
-    func update(progress: ProgressSink) async throws -> FeedUpdate {
+    func update(progress: @escaping ProgressSink) async throws -> FeedUpdate {
         calls.withLock { $0 += 1 }
         switch behaviour {
         case .steps(let count, let every):

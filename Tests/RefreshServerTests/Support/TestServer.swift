@@ -20,6 +20,7 @@ struct TestServer {
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.minimumActionDuration = .zero
+        configuration.database = ":memory:"
         configuration.publicDirectory = TestServer.publicDirectory
         adjust(&configuration)
         return configuration

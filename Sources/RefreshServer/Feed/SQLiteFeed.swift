@@ -1,0 +1,163 @@
+import Foundation
+import GRDB
+
+/// The feed in an SQLite file: published items survive restarts and crashes (a `201` means
+/// the write is committed), refreshes pull the configured upstream feeds into it.
+///
+/// A `DatabasePool` runs in WAL mode: one writer, readers in parallel, so paging never waits
+/// for a refresh that is storing items.
+public final class SQLiteFeed: FeedSource {
+    private let database: any DatabaseWriter
+    private let upstreams: UpstreamSet?
+
+    /// - Parameters:
+    ///   - path: a file (its folder is created), or `:memory:`.
+    ///   - upstreams: feeds a refresh pulls from; none means the feed only changes by publishing.
+    public init(path: String, upstreams: UpstreamSet? = nil) throws {
+        if path == ":memory:" {
+            database = try DatabaseQueue()
+        } else {
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(5)
+            database = try DatabasePool(path: path, configuration: configuration)
+        }
+        self.upstreams = upstreams
+        try Self.migrator.migrate(database)
+    }
+
+    /// Versioned schema changes, applied in order, each once.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: items") { db in
+            try db.create(table: "item") { table in
+                table.primaryKey("id", .text)
+                table.column("title", .text).notNull()
+                table.column("summary", .text)
+                table.column("link", .text)
+                table.column("author", .text)
+                table.column("published", .integer).notNull()
+            }
+            // The feed's order: newest first, ties broken by id.
+            try db.create(index: "item_order", on: "item", columns: ["published", "id"])
+        }
+        migrator.registerMigration("v2: upstream validators") { db in
+            try db.create(table: "upstream") { table in
+                table.primaryKey("url", .text)
+                table.column("etag", .text)
+                table.column("lastModified", .text)
+                table.column("checked", .integer)
+            }
+        }
+        return migrator
+    }
+
+    /// The migrations applied so far, oldest first.
+    func appliedMigrations() throws -> [String] {
+        try database.read { db in try Self.migrator.appliedMigrations(db) }
+    }
+
+    public var isEmpty: Bool {
+        get throws { try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") ?? 0 } == 0 }
+    }
+
+    // MARK: - FeedSource
+
+    public func update(progress: @escaping ProgressSink) async throws -> FeedUpdate {
+        guard let upstreams else {
+            progress(FeedProgress(fraction: 1, stage: "checking", message: "Checked for new items"))
+            return FeedUpdate(added: 0, message: "Up to date")
+        }
+        return try await upstreams.refresh(into: self, progress: progress)
+    }
+
+    public func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage {
+        try await database.read { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT * FROM item WHERE published > ? OR (published = ? AND id > ?)
+                ORDER BY published DESC, id DESC LIMIT ?
+                """, arguments: [cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, limit + 1])
+            return FeedPage(items: rows.prefix(limit).map(Self.item), hasMore: rows.count > limit)
+        }
+    }
+
+    public func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage {
+        try await database.read { db in
+            let rows: [Row]
+            if let cursor {
+                rows = try Row.fetchAll(db, sql: """
+                    SELECT * FROM item WHERE published < ? OR (published = ? AND id < ?)
+                    ORDER BY published DESC, id DESC LIMIT ?
+                    """, arguments: [cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, limit + 1])
+            } else {
+                rows = try Row.fetchAll(db, sql: "SELECT * FROM item ORDER BY published DESC, id DESC LIMIT ?", arguments: [limit + 1])
+            }
+            return FeedPage(items: rows.prefix(limit).map(Self.item), hasMore: rows.count > limit)
+        }
+    }
+
+    public func publish(_ items: [FeedItem]) async throws -> [FeedItem] {
+        _ = try await store(items)
+        return items
+    }
+
+    public func item(id: String) async throws -> FeedItem? {
+        try await database.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM item WHERE id = ?", arguments: [id]).map(Self.item)
+        }
+    }
+
+    // MARK: - Storage
+
+    /// Upserts by id in one transaction; answers how many ids were new.
+    func store(_ items: [FeedItem]) async throws -> Int {
+        guard !items.isEmpty else { return 0 }
+        return try await database.write { db in
+            var added = 0
+            for item in items {
+                let existed = try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM item WHERE id = ?)", arguments: [item.id]) ?? false
+                if !existed { added += 1 }
+                try db.execute(sql: """
+                    INSERT INTO item (id, title, summary, link, author, published) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET title = excluded.title, summary = excluded.summary,
+                        link = excluded.link, author = excluded.author, published = excluded.published
+                    """, arguments: [item.id, item.title, item.summary, item.link, item.author, item.published.milliseconds])
+            }
+            return added
+        }
+    }
+
+    /// Stores items synchronously, at start-up.
+    func seed(_ items: [FeedItem]) throws {
+        try database.write { db in
+            for item in items {
+                try db.execute(sql: """
+                    INSERT OR IGNORE INTO item (id, title, summary, link, author, published) VALUES (?, ?, ?, ?, ?, ?)
+                    """, arguments: [item.id, item.title, item.summary, item.link, item.author, item.published.milliseconds])
+            }
+        }
+    }
+
+    func validators(for url: String) async throws -> UpstreamValidators {
+        try await database.read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT etag, lastModified FROM upstream WHERE url = ?", arguments: [url])
+            return UpstreamValidators(etag: row?["etag"], lastModified: row?["lastModified"])
+        }
+    }
+
+    func saveValidators(_ validators: UpstreamValidators, for url: String) async throws {
+        try await database.write { db in
+            try db.execute(sql: """
+                INSERT INTO upstream (url, etag, lastModified, checked) VALUES (?, ?, ?, ?)
+                ON CONFLICT(url) DO UPDATE SET etag = excluded.etag, lastModified = excluded.lastModified, checked = excluded.checked
+                """, arguments: [url, validators.etag, validators.lastModified, Timestamp.now().milliseconds])
+        }
+    }
+
+    private static func item(_ row: Row) -> FeedItem {
+        FeedItem(
+            id: row["id"], title: row["title"], summary: row["summary"], link: row["link"], author: row["author"],
+            published: Timestamp(milliseconds: row["published"]))
+    }
+}

@@ -1,0 +1,197 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// Reads RSS 2.0 (and RSS 1.0 / RDF), Atom 1.0 and JSON Feed 1.1, told apart by their
+/// content rather than their `Content-Type`, which upstreams often get wrong. Titles and
+/// summaries come out as plain text: markup is stripped, entities decoded.
+enum FeedParser {
+    struct Malformed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func parse(_ data: Data, source: String) throws -> [FeedItem] {
+        guard let first = data.first(where: { !" \t\r\n\u{FEFF}".utf8.contains($0) && $0 != 0xEF && $0 != 0xBB && $0 != 0xBF }) else {
+            throw Malformed(description: "it is empty")
+        }
+        switch first {
+        case UInt8(ascii: "{"): return try parseJSONFeed(data, source: source)
+        case UInt8(ascii: "<"): return try parseXML(data, source: source)
+        default: throw Malformed(description: "it is neither XML nor JSON")
+        }
+    }
+
+    // MARK: - JSON Feed
+
+    private static func parseJSONFeed(_ data: Data, source: String) throws -> [FeedItem] {
+        guard let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw Malformed(description: "it is not valid JSON")
+        }
+        guard let version = root["version"] as? String, version.hasPrefix("https://jsonfeed.org/version/") else {
+            throw Malformed(description: "it is JSON but not a JSON Feed (no jsonfeed.org version)")
+        }
+        guard let entries = root["items"] as? [[String: Any]] else { throw Malformed(description: "a JSON Feed needs an items array") }
+        let feedAuthor = ((root["authors"] as? [[String: Any]])?.first?["name"] as? String) ?? ((root["author"] as? [String: Any])?["name"] as? String)
+        return entries.compactMap { entry in
+            let id = (entry["id"] as? String) ?? (entry["id"] as? NSNumber)?.stringValue ?? (entry["url"] as? String)
+            let title = PlainText.from(entry["title"] as? String) ?? PlainText.from(entry["content_text"] as? String).map { String($0.prefix(120)) }
+            guard let id, let title else { return nil }
+            let summary = PlainText.from(entry["summary"] as? String) ?? PlainText.from(entry["content_text"] as? String)
+                ?? PlainText.from(entry["content_html"] as? String)
+            let published = (entry["date_published"] as? String).flatMap { Timestamp(rfc3339: $0) }
+                ?? (entry["date_modified"] as? String).flatMap { Timestamp(rfc3339: $0) } ?? Timestamp.now()
+            let author = ((entry["authors"] as? [[String: Any]])?.first?["name"] as? String) ?? feedAuthor
+            return FeedItem(id: id, title: title, summary: summary.map { String($0.prefix(5000)) }, link: entry["url"] as? String,
+                            author: author, published: published)
+        }
+    }
+
+    // MARK: - RSS and Atom
+
+    private static func parseXML(_ data: Data, source: String) throws -> [FeedItem] {
+        let reader = XMLFeedReader()
+        let parser = XMLParser(data: data)
+        parser.delegate = reader
+        parser.shouldProcessNamespaces = false
+        parser.shouldResolveExternalEntities = false
+        guard parser.parse() else {
+            let reason = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "unknown error"
+            throw Malformed(description: "it is not well-formed XML (line \(parser.lineNumber): \(reason))")
+        }
+        guard reader.kind != nil else {
+            throw Malformed(description: "it is XML but not RSS or Atom (root <\(reader.root ?? "?")>)")
+        }
+        return reader.items
+    }
+}
+
+/// Collects entries from RSS (`<item>`) or Atom (`<entry>`) as the parser walks the document.
+private final class XMLFeedReader: NSObject, XMLParserDelegate {
+    enum Kind { case rss, atom }
+
+    var root: String?
+    var kind: Kind?
+    var items: [FeedItem] = []
+    private var entry: [String: String]?
+    private var text = ""
+    private var path: [String] = []
+
+    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+        if root == nil {
+            root = name
+            switch name.lowercased() {
+            case "rss", "rdf:rdf": kind = .rss
+            case "feed": kind = .atom
+            default: parser.abortParsing()
+            }
+        }
+        path.append(name)
+        text = ""
+        if name == "item" || name == "entry" {
+            entry = [:]
+        } else if entry != nil, name == "link", let href = attributes["href"] {
+            let rel = attributes["rel"] ?? "alternate"
+            if rel == "alternate" || entry?["link"] == nil { entry?["link"] = href }
+        }
+    }
+
+    func parser(_ parser: XMLParser, foundCharacters string: String) {
+        text += string
+    }
+
+    func parser(_ parser: XMLParser, foundCDATA block: Data) {
+        text += String(decoding: block, as: UTF8.self)
+    }
+
+    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+        defer {
+            path.removeLast()
+            text = ""
+        }
+        guard entry != nil else { return }
+        if name == "item" || name == "entry" {
+            if let item = makeItem() { items.append(item) }
+            entry = nil
+            return
+        }
+        let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !value.isEmpty else { return }
+        let parent = path.count >= 2 ? path[path.count - 2] : ""
+        let key: String? =
+            switch name {
+            case "title" where parent == "item" || parent == "entry": "title"
+            case "link" where parent == "item": "link"
+            case "guid", "id" where parent == "entry": "id"
+            case "description", "summary": "summary"
+            case "content", "content:encoded": entry?["summary"] == nil ? "summary" : nil
+            case "pubDate", "published", "dc:date": "published"
+            case "updated": entry?["published"] == nil ? "published" : nil
+            case "author", "dc:creator", "name" where parent == "author": "author"
+            default: nil
+            }
+        if let key, entry?[key] == nil || key == "summary" && (name == "description" || name == "summary") {
+            entry?[key] = value
+        }
+        if name == "rdf:about" { entry?["id"] = value }
+    }
+
+    private func makeItem() -> FeedItem? {
+        guard let entry else { return nil }
+        let title = PlainText.from(entry["title"]) ?? PlainText.from(entry["summary"]).map { String($0.prefix(120)) }
+        guard let title else { return nil }
+        let id = entry["id"] ?? entry["link"] ?? title
+        let published = entry["published"].flatMap { Timestamp(rfc3339: $0) ?? Timestamp(rfc822: $0) } ?? Timestamp.now()
+        let link = entry["link"].flatMap { $0.lowercased().hasPrefix("http") ? $0 : nil }
+        let author = PlainText.from(entry["author"]).map { String($0.prefix(200)) }
+        return FeedItem(id: String(id.prefix(500)), title: String(title.prefix(500)),
+                        summary: PlainText.from(entry["summary"]).map { String($0.prefix(5000)) },
+                        link: link, author: author, published: published)
+    }
+}
+
+/// Markup from upstreams made into text: tags dropped, common entities decoded, white
+/// space folded. What remains is shown with `textContent`, never parsed as HTML.
+enum PlainText {
+    static func from(_ markup: String?) -> String? {
+        guard let markup else { return nil }
+        var text = ""
+        var inTag = false
+        for character in markup {
+            if character == "<" { inTag = true; continue }
+            if character == ">", inTag { inTag = false; text.append(" "); continue }
+            if !inTag { text.append(character) }
+        }
+        let entities = ["&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": "\"", "&#39;": "'", "&apos;": "'", "&nbsp;": " ", "&#8217;": "’", "&#8220;": "“", "&#8221;": "”"]
+        for (entity, replacement) in entities { text = text.replacingOccurrences(of: entity, with: replacement) }
+        let folded = text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        return folded.isEmpty ? nil : folded
+    }
+}
+
+extension Timestamp {
+    /// RFC 822 / 1123 dates as RSS uses them: `Sun, 22 Nov 2026 08:00:00 GMT`, `+0100`, two-digit years.
+    init?(rfc822 text: String) {
+        let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+        var parts = text.replacingOccurrences(of: ",", with: " ").split(separator: " ").map(String.init)
+        if let first = parts.first, Int(first) == nil { parts.removeFirst() }
+        guard parts.count >= 4, let day = Int(parts[0]), let monthIndex = months.firstIndex(of: String(parts[1].prefix(3)).lowercased()),
+            var year = Int(parts[2])
+        else { return nil }
+        if year < 100 { year += year < 70 ? 2000 : 1900 }
+        let clock = parts[3].split(separator: ":").compactMap { Int($0) }
+        guard clock.count >= 2 else { return nil }
+        let zone = parts.count > 4 ? parts[4].uppercased() : "GMT"
+        let offsets = ["GMT": 0, "UT": 0, "UTC": 0, "Z": 0, "EST": -300, "EDT": -240, "CST": -360, "CDT": -300, "MST": -420, "MDT": -360, "PST": -480, "PDT": -420]
+        var offset = offsets[zone]
+        if offset == nil, zone.count == 5, let value = Int(zone.dropFirst()) {
+            offset = (zone.hasPrefix("-") ? -1 : 1) * (value / 100 * 60 + value % 100)
+        }
+        let pad = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
+        let second = clock.count > 2 ? clock[2] : 0
+        let minutes = offset ?? 0
+        let sign = minutes < 0 ? "-" : "+"
+        let stamp = "\(year)-\(pad(monthIndex + 1))-\(pad(day))T\(pad(clock[0])):\(pad(clock[1])):\(pad(second))\(sign)\(pad(abs(minutes) / 60)):\(pad(abs(minutes) % 60))"
+        self.init(rfc3339: stamp)
+    }
+}

@@ -1,0 +1,174 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// What a feed said about its version last time, for a conditional GET.
+struct UpstreamValidators: Sendable, Equatable {
+    var etag: String?
+    var lastModified: String?
+}
+
+/// An upstream that could not be read, in words a person understands.
+public struct UpstreamError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+/// The upstream feeds a refresh pulls, fetched concurrently and streamed: each reports
+/// connecting, downloading (by `Content-Length`, or bytes so far), parsing and storing, and
+/// the refresh's progress is their combined fraction.
+public final class UpstreamSet: Sendable {
+    public let urls: [String]
+    let maxBytes: Int
+    let timeout: Duration
+    private let client: HTTPClient
+
+    /// - Parameters:
+    ///   - maxBytes: a feed larger than this fails the refresh instead of filling memory.
+    ///   - timeout: the longest a whole download may take.
+    public init(urls: [String], maxBytes: Int = 10 * 1024 * 1024, timeout: Duration = .seconds(20)) throws {
+        for url in urls {
+            guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
+                parsed.host != nil
+            else { throw UpstreamError(description: "\(url) is not an http or https URL.") }
+        }
+        self.urls = urls
+        self.maxBytes = maxBytes
+        self.timeout = timeout
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(15))
+        configuration.decompression = .enabled(limit: .size(maxBytes))
+        configuration.redirectConfiguration = .follow(max: 5, allowCycles: false)
+        client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    deinit {
+        try? client.syncShutdown()
+    }
+
+    func refresh(into store: SQLiteFeed, progress: @escaping ProgressSink) async throws -> FeedUpdate {
+        let fractions = Mutex([Double](repeating: 0, count: urls.count))
+        let report: @Sendable (Int, Double, String, String) -> Void = { index, fraction, stage, message in
+            let combined = fractions.withLock { fractions in
+                fractions[index] = max(fractions[index], fraction)
+                return fractions.reduce(0, +) / Double(fractions.count)
+            }
+            let prefix = self.urls.count > 1 ? "\(Self.host(self.urls[index])): " : ""
+            progress(FeedProgress(fraction: combined, stage: stage, message: prefix + message))
+        }
+        let results = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
+            for (index, url) in urls.enumerated() {
+                group.addTask {
+                    let added = try await self.refresh(url, into: store) { report(index, $0, $1, $2) }
+                    return (index, added)
+                }
+            }
+            var added = [Int](repeating: 0, count: urls.count)
+            for try await (index, count) in group { added[index] = count }
+            return added
+        }
+        let added = results.reduce(0, +)
+        let message = added == 0 ? "Already up to date" : added == 1 ? "1 new item" : "\(added) new items"
+        return FeedUpdate(added: added, message: message)
+    }
+
+    /// One feed: download, parse, store; answers how many items were new.
+    private func refresh(_ url: String, into store: SQLiteFeed, report: @escaping @Sendable (Double, String, String) -> Void) async throws -> Int {
+        let host = Self.host(url)
+        report(0, "connecting", "Connecting to \(host)…")
+        let validators = try await store.validators(for: url)
+        var request = HTTPClientRequest(url: url)
+        request.headers.add(name: "Accept", value: "application/feed+json, application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.8")
+        request.headers.add(name: "User-Agent", value: "swift-pull-to-refresh")
+        if let etag = validators.etag { request.headers.add(name: "If-None-Match", value: etag) }
+        if let lastModified = validators.lastModified { request.headers.add(name: "If-Modified-Since", value: lastModified) }
+
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, timeout: .init(timeout))
+        } catch {
+            throw Self.explain(error, url: url, timeout: timeout)
+        }
+        if response.status == .notModified {
+            report(1, "done", "\(host) is unchanged")
+            return 0
+        }
+        guard (200..<300).contains(response.status.code) else {
+            throw UpstreamError(description: "\(host) answered \(response.status.code) \(response.status.reasonPhrase).")
+        }
+        let expected = response.headers.first(name: "Content-Length").flatMap(Int.init)
+        if let expected, expected > maxBytes {
+            throw UpstreamError(description: "The feed at \(host) is \(expected) bytes, over the limit of \(maxBytes).")
+        }
+        var body = ByteBuffer()
+        do {
+            for try await chunk in response.body {
+                body.writeImmutableBuffer(chunk)
+                guard body.readableBytes <= maxBytes else {
+                    throw UpstreamError(description: "The feed at \(host) is over the limit of \(maxBytes) bytes.")
+                }
+                let received = body.readableBytes
+                if let expected, expected > 0 {
+                    report(0.1 + 0.7 * min(1, Double(received) / Double(expected)), "downloading",
+                           "Downloading from \(host): \(Self.size(received)) of \(Self.size(expected))")
+                } else {
+                    // Unknown length: the fraction creeps towards the end of the step.
+                    report(0.1 + 0.7 * (1 - 1 / (1 + Double(received) / 65536)), "downloading",
+                           "Downloading from \(host): \(Self.size(received)) so far")
+                }
+            }
+        } catch let error as UpstreamError {
+            throw error
+        } catch {
+            throw Self.explain(error, url: url, timeout: timeout)
+        }
+        try Task.checkCancellation()
+        report(0.85, "parsing", "Reading the feed from \(host)…")
+        let items: [FeedItem]
+        do {
+            items = try FeedParser.parse(Data(body.readableBytesView), source: url)
+        } catch {
+            throw UpstreamError(description: "The feed at \(host) could not be read: \(error)")
+        }
+        report(0.92, "storing", "Storing \(items.count) items from \(host)…")
+        let added = try await store.store(items)
+        try await store.saveValidators(
+            UpstreamValidators(etag: response.headers.first(name: "ETag"), lastModified: response.headers.first(name: "Last-Modified")),
+            for: url)
+        report(1, "done", added == 0 ? "\(host) has nothing new" : "\(added) new from \(host)")
+        return added
+    }
+
+    static func host(_ url: String) -> String { URL(string: url)?.host ?? url }
+
+    static func size(_ bytes: Int) -> String {
+        bytes < 1024 ? "\(bytes) B" : bytes < 1024 * 1024 ? "\(bytes / 1024) KB" : String(format: "%.1f MB", Double(bytes) / 1_048_576)
+    }
+
+    /// Turns transport errors into sentences; the raw error stays in the text for operators.
+    static func explain(_ error: any Error, url: String, timeout: Duration) -> UpstreamError {
+        if let error = error as? UpstreamError { return error }
+        let host = host(url)
+        let text = String(describing: error)
+        let lower = text.lowercased()
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .connectTimeout: return UpstreamError(description: "\(host) did not accept the connection in time.")
+            case .readTimeout, .deadlineExceeded: return UpstreamError(description: "\(host) did not answer in time.")
+            case .bodyLengthMismatch, .remoteConnectionClosed: return UpstreamError(description: "\(host) closed the connection before the feed was complete.")
+            default: break
+            }
+        }
+        if lower.contains("refused") || lower.contains("errno: 111") {
+            return UpstreamError(description: "\(host) refused the connection.")
+        }
+        if lower.contains("lookup") || lower.contains("resolve") || lower.contains("nodename") || lower.contains("dns") || lower.contains("name or service") {
+            return UpstreamError(description: "\(host) could not be found (DNS).")
+        }
+        if lower.contains("timeout") || lower.contains("timed out") || error is CancellationError {
+            return UpstreamError(description: "\(host) did not answer within \(ActionRunner.describe(timeout)).")
+        }
+        return UpstreamError(description: "\(host) could not be reached: \(text).")
+    }
+}
