@@ -55,7 +55,10 @@ enum FeedParser {
         parser.delegate = reader
         parser.shouldProcessNamespaces = false
         parser.shouldResolveExternalEntities = false
-        guard parser.parse() else {
+        guard parser.parse(), !reader.mismatched, reader.isBalanced else {
+            if reader.mismatched || !reader.isBalanced, parser.parserError == nil {
+                throw Malformed(description: "it is not well-formed XML (unbalanced tags near line \(parser.lineNumber))")
+            }
             let reason = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "unknown error"
             throw Malformed(description: "it is not well-formed XML (line \(parser.lineNumber): \(reason))")
         }
@@ -73,6 +76,9 @@ private final class XMLFeedReader: NSObject, XMLParserDelegate {
     var root: String?
     var kind: Kind?
     var items: [FeedItem] = []
+    /// An end tag that does not close the open element: some parsers recover, we refuse.
+    private(set) var mismatched = false
+    var isBalanced: Bool { path.isEmpty }
     private var entry: [String: String]?
     private var text = ""
     private var path: [String] = []
@@ -105,6 +111,11 @@ private final class XMLFeedReader: NSObject, XMLParserDelegate {
     }
 
     func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+        guard path.last == name else {
+            mismatched = true
+            parser.abortParsing()
+            return
+        }
         defer {
             path.removeLast()
             text = ""
@@ -130,7 +141,8 @@ private final class XMLFeedReader: NSObject, XMLParserDelegate {
             case "author", "dc:creator", "name" where parent == "author": "author"
             default: nil
             }
-        if let key, entry?[key] == nil || key == "summary" && (name == "description" || name == "summary") {
+        let preferred = (key == "summary" && (name == "description" || name == "summary")) || name == "published" || name == "pubDate"
+        if let key, entry?[key] == nil || preferred {
             entry?[key] = value
         }
         if name == "rdf:about" { entry?["id"] = value }

@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+@testable import RefreshServer
+
+func temporaryDatabase() -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("feed-\(UUID().uuidString)/refresh.sqlite").path
+}
+
+@Suite struct SQLiteFeedTests {
+    @Test func migrationsRunOnceInOrderAndSurviveReopening() throws {
+        let path = temporaryDatabase()
+        let first = try SQLiteFeed(path: path)
+        #expect(try first.appliedMigrations() == ["v1: items", "v2: upstream validators"])
+        let again = try SQLiteFeed(path: path)
+        #expect(try again.appliedMigrations() == ["v1: items", "v2: upstream validators"])
+    }
+
+    @Test func pagesThroughTiesWithoutSkippingOrRepeating() async throws {
+        let feed = try SQLiteFeed(path: ":memory:")
+        let all = (0..<23).map { FeedItem(id: "id-\($0 % 7)-\($0)", title: "t\($0)", published: Timestamp(milliseconds: Int64($0 / 4) * 1000)) }
+        _ = try await feed.publish(all.shuffled())
+        var seen: [String] = []
+        var cursor: FeedCursor?
+        var hasMore = true
+        while hasMore {
+            let page = try await feed.older(than: cursor, limit: 5)
+            seen += page.items.map(\.id)
+            cursor = page.items.last?.cursor
+            hasMore = page.hasMore
+        }
+        #expect(seen == all.sorted { $0.cursor > $1.cursor }.map(\.id))
+        #expect(Set(seen).count == all.count)
+        let middle = try #require(try await feed.item(id: seen[10])).cursor
+        let newer = try await feed.newer(than: middle, limit: 100)
+        #expect(newer.items.map(\.id) == Array(seen[..<10]))
+        #expect(!newer.hasMore)
+        let gap = try await feed.newer(than: middle, limit: 4)
+        #expect(gap.items.map(\.id) == Array(seen[..<4]))
+        #expect(gap.hasMore)
+    }
+
+    @Test func upsertReplacesByIDAndCountsOnlyNewOnes() async throws {
+        let feed = try SQLiteFeed(path: ":memory:")
+        #expect(try await feed.store(items(3)) == 3)
+        var edited = items(4)
+        edited[0].title = "edited"
+        #expect(try await feed.store(edited) == 1)
+        let page = try await feed.older(than: nil, limit: 10)
+        #expect(page.items.count == 4)
+        #expect(page.items.first?.title == "edited")
+    }
+
+    @Test func publishedItemsSurviveReopening() async throws {
+        let path = temporaryDatabase()
+        do {
+            let feed = try SQLiteFeed(path: path)
+            _ = try await feed.publish([FeedItem(id: "kept", title: "Kept", summary: "s", link: "https://example.com/kept", author: "a", published: Timestamp(milliseconds: 5))])
+        }
+        let reopened = try SQLiteFeed(path: path)
+        let item = try await reopened.item(id: "kept")
+        #expect(item == FeedItem(id: "kept", title: "Kept", summary: "s", link: "https://example.com/kept", author: "a", published: Timestamp(milliseconds: 5)))
+    }
+
+    @Test func readersGoOnWhileTheWriterWrites() async throws {
+        let feed = try SQLiteFeed(path: temporaryDatabase())
+        _ = try await feed.publish(items(10, prefix: "base"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for batch in 0..<20 {
+                    _ = try await feed.publish(items(50, from: 1_900_000_000_000 + Int64(batch) * 10_000_000, prefix: "batch\(batch)"))
+                }
+            }
+            for _ in 0..<4 {
+                group.addTask {
+                    var last = 0
+                    for _ in 0..<50 {
+                        let count = try await feed.older(than: nil, limit: 2000).items.count
+                        #expect(count >= last, "a reader saw the feed shrink")
+                        #expect(count >= 10)
+                        last = count
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await feed.older(than: nil, limit: 5000).items.count == 1010)
+    }
+
+    @Test func theDemoSeedsOnlyAnEmptyStore() async throws {
+        let path = temporaryDatabase()
+        var configuration = ServerConfiguration()
+        configuration.database = path
+        let first = try RefreshApplication.defaultFeed(configuration)
+        let seeded = try await first.older(than: nil, limit: 1000).items.count
+        #expect(seeded == DemoItems.make().count)
+        _ = try await first.publish([FeedItem(id: "mine", title: "mine", published: .now())])
+        let second = try RefreshApplication.defaultFeed(configuration)
+        #expect(try await second.older(than: nil, limit: 1000).items.count == seeded + 1)
+        configuration.database = ":memory:"
+        configuration.feeds = ["http://127.0.0.1:9/feed"]
+        #expect(try RefreshApplication.defaultFeed(configuration).isEmpty, "no demo when upstream feeds are given")
+    }
+}
+
+@Suite struct FeedParserTests {
+    @Test func readsRSS() throws {
+        let rss = """
+            <?xml version="1.0"?>
+            <rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/"><channel><title>Blog</title>
+            <item><title>First &amp; best</title><link>https://example.com/1</link><guid>urn:1</guid>
+              <description><![CDATA[<p>Hello <b>world</b><script>alert(1)</script></p>]]></description>
+              <pubDate>Sun, 22 Nov 2026 08:00:00 GMT</pubDate><dc:creator>Ann</dc:creator></item>
+            <item><title>Second</title><link>https://example.com/2</link><pubDate>Sat, 21 Nov 2026 09:30:00 +0100</pubDate></item>
+            </channel></rss>
+            """
+        let items = try FeedParser.parse(Data(rss.utf8), source: "test")
+        #expect(items.count == 2)
+        #expect(items[0].id == "urn:1")
+        #expect(items[0].title == "First & best")
+        #expect(items[0].summary == "Hello world alert(1)")
+        #expect(items[0].link == "https://example.com/1")
+        #expect(items[0].author == "Ann")
+        #expect(items[0].published == Timestamp(rfc3339: "2026-11-22T08:00:00Z"))
+        #expect(items[1].id == "https://example.com/2")
+        #expect(items[1].published == Timestamp(rfc3339: "2026-11-21T08:30:00Z"))
+    }
+
+    @Test func readsAtom() throws {
+        let atom = """
+            <feed xmlns="http://www.w3.org/2005/Atom"><title>T</title>
+            <entry><title type="html">&lt;i&gt;Atom&lt;/i&gt; entry</title><id>tag:x,2026:1</id>
+              <link rel="alternate" href="https://example.com/a"/><link rel="edit" href="https://example.com/edit"/>
+              <updated>2026-11-22T08:00:00Z</updated><published>2026-11-20T08:00:00Z</published>
+              <summary>Short</summary><author><name>Bo</name></author></entry>
+            </feed>
+            """
+        let items = try FeedParser.parse(Data(atom.utf8), source: "test")
+        #expect(items.count == 1)
+        #expect(items[0].title == "Atom entry")
+        #expect(items[0].id == "tag:x,2026:1")
+        #expect(items[0].link == "https://example.com/a")
+        #expect(items[0].author == "Bo")
+        #expect(items[0].summary == "Short")
+        #expect(items[0].published == Timestamp(rfc3339: "2026-11-20T08:00:00Z"))
+    }
+
+    @Test func readsJSONFeed() throws {
+        let json = """
+            {"version":"https://jsonfeed.org/version/1.1","title":"J","authors":[{"name":"Cy"}],
+             "items":[{"id":"1","title":"Json","url":"https://example.com/j","content_html":"<p>Body</p>","date_published":"2026-11-22T08:00:00Z"},
+                      {"id":2,"content_text":"Untitled but has text"}]}
+            """
+        let items = try FeedParser.parse(Data(json.utf8), source: "test")
+        #expect(items.count == 2)
+        #expect(items[0].title == "Json")
+        #expect(items[0].summary == "Body")
+        #expect(items[0].author == "Cy")
+        #expect(items[1].id == "2")
+        #expect(items[1].title == "Untitled but has text")
+    }
+
+    @Test(arguments: ["", "hello", "<rss><channel><item><title>x</title></channel></rss>", "<html><body/></html>", "{\"a\":1}", "{broken"])
+    func refusesWhatIsNotAFeed(text: String) {
+        #expect(throws: (any Error).self) { try FeedParser.parse(Data(text.utf8), source: "test") }
+    }
+
+    @Test(arguments: [
+        ("Sun, 22 Nov 2026 08:00:00 GMT", "2026-11-22T08:00:00Z"),
+        ("22 Nov 2026 09:00:00 +0100", "2026-11-22T08:00:00Z"),
+        ("Sun, 22 Nov 26 03:00 EST", "2026-11-22T08:00:00Z"),
+    ])
+    func readsRFC822Dates(text: String, expected: String) {
+        #expect(Timestamp(rfc822: text) == Timestamp(rfc3339: expected))
+    }
+}

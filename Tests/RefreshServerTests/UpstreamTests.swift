@@ -1,0 +1,173 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Synchronization
+import Testing
+@testable import RefreshServer
+
+/// A local upstream the test serves itself: a feed in throttled chunks, with or without
+/// `Content-Length`, 304 for a matching ETag, and the failure modes.
+struct Upstream {
+    static func rss(count: Int, prefix: String = "up") -> String {
+        let entries = (0..<count).map { index in
+            "<item><title>\(prefix) story \(index)</title><guid>\(prefix)-\(index)</guid><link>https://example.com/\(index)</link>"
+                + "<description>Padding \(String(repeating: "lorem ipsum ", count: 40))</description>"
+                + "<pubDate>Sun, 22 Nov 2026 0\(index % 10):00:00 GMT</pubDate></item>"
+        }
+        return "<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>Up</title>\(entries.joined())</channel></rss>"
+    }
+
+    /// Requests seen, by path, with their If-None-Match.
+    final class Log: Sendable {
+        let requests = Mutex<[(String, String?)]>([])
+    }
+
+    static func run(_ body: @Sendable (Int, Log) async throws -> Void) async throws {
+        let log = Log()
+        let router = Router()
+        let feed = ByteBuffer(string: rss(count: 12))
+        @Sendable func throttled(_ buffer: ByteBuffer, length: Bool) -> Response {
+            var headers: HTTPFields = [.contentType: "application/rss+xml", .eTag: "\"v1\""]
+            if length { headers[.contentLength] = String(buffer.readableBytes) }
+            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                var rest = buffer
+                while rest.readableBytes > 0, let chunk = rest.readSlice(length: min(1500, rest.readableBytes)) {
+                    try await writer.write(chunk)
+                    try await Task.sleep(for: .milliseconds(25))
+                }
+                try await writer.finish(nil)
+            })
+        }
+        router.get("feed") { request, _ -> Response in
+            log.requests.withLock { $0.append(("feed", request.headers[.ifNoneMatch])) }
+            if request.headers[.ifNoneMatch] == "\"v1\"" { return Response(status: .notModified) }
+            return throttled(feed, length: true)
+        }
+        router.get("chunked") { _, _ in throttled(feed, length: false) }
+        router.get("json") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/feed+json"], body: .init(byteBuffer: ByteBuffer(string: """
+                {"version":"https://jsonfeed.org/version/1.1","title":"J","items":[{"id":"j1","title":"From JSON","date_published":"2026-11-22T10:00:00Z"}]}
+                """)))
+        }
+        router.get("broken") { _, _ in Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "<rss><channel><item><title>oops</channel>"))) }
+        router.get("down") { _, _ in Response(status: .serviceUnavailable) }
+        router.get("huge") { _, _ in throttled(ByteBuffer(string: rss(count: 400)), length: false) }
+        router.get("hang") { _, _ -> Response in
+            try await Task.sleep(for: .seconds(4))
+            return Response(status: .ok)
+        }
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await app.test(.live) { client in try await body(client.port!, log) }
+    }
+}
+
+@Suite struct UpstreamRefreshTests {
+    func server(feeds: [String], _ adjust: (inout ServerConfiguration) -> Void = { _ in }) -> ServerConfiguration {
+        TestServer.configuration { configuration in
+            configuration.feeds = feeds
+            configuration.feedTimeout = .seconds(2)
+            adjust(&configuration)
+        }
+    }
+
+    func refresh(_ server: TestServer) async throws -> [SSE] {
+        let (id, stream) = try await server.watchedSession()
+        _ = try await server.post("/api/sessions/\(id)/refresh")
+        return try await stream.events(until: "done", within: 10)
+    }
+
+    @Test func aThrottledFeedShowsRisingProgressThenItemsThenDone() async throws {
+        try await Upstream.run { port, log in
+            try await TestServer.run(server(feeds: ["http://127.0.0.1:\(port)/feed"])) { server in
+                let events = try await refresh(server)
+                let progress = events.filter { $0.event == "progress" }.map { $0.json }
+                let fractions = progress.compactMap { $0["fraction"] as? Double }
+                #expect(Set(fractions).count >= 4, "\(fractions)")
+                #expect(fractions == fractions.sorted())
+                #expect(fractions.last == 1)
+                let stages = progress.compactMap { $0["stage"] as? String }
+                for stage in ["connecting", "downloading", "parsing", "storing"] { #expect(stages.contains(stage), "\(stages)") }
+                #expect(progress.contains { ($0["message"] as? String)?.contains(" of ") == true }, "bytes of Content-Length")
+                #expect(Array(events.suffix(2).map(\.event)) == ["items", "done"])
+                #expect(events.last?.json["added"] as? Int == 12)
+                #expect(events.last?.json["outcome"] as? String == "completed")
+
+                // The next refresh asks with the ETag and is answered 304: nothing new, cheaply.
+                let again = try await refresh(server)
+                #expect(again.last?.json["outcome"] as? String == "completed")
+                #expect(again.last?.json["added"] as? Int == 12, "a new session gets the stored page")
+                #expect(log.requests.withLock { $0.last?.1 } == "\"v1\"")
+                let messages = again.compactMap { $0.event == "progress" ? $0.json["message"] as? String : nil }
+                #expect(messages.contains { $0.contains("unchanged") }, "\(messages)")
+                let stored = try await server.get("/api/items?limit=100").json["items"] as? [Any]
+                #expect(stored?.count == 12, "no duplicates across refreshes")
+            }
+        }
+    }
+
+    @Test func aFeedWithoutContentLengthReportsBytesSoFar() async throws {
+        try await Upstream.run { port, _ in
+            try await TestServer.run(server(feeds: ["http://127.0.0.1:\(port)/chunked"])) { server in
+                let events = try await refresh(server)
+                let progress = events.filter { $0.event == "progress" }.map { $0.json }
+                let fractions = progress.compactMap { $0["fraction"] as? Double }
+                #expect(Set(fractions).count >= 4)
+                #expect(fractions == fractions.sorted())
+                #expect(progress.contains { ($0["message"] as? String)?.hasSuffix("so far") == true })
+                #expect(events.last?.json["added"] as? Int == 12)
+            }
+        }
+    }
+
+    @Test func severalFeedsRefreshTogether() async throws {
+        try await Upstream.run { port, _ in
+            let feeds = ["http://127.0.0.1:\(port)/feed", "http://127.0.0.1:\(port)/json"]
+            try await TestServer.run(server(feeds: feeds)) { server in
+                let events = try await refresh(server)
+                #expect(events.last?.json["added"] as? Int == 13)
+                let titles = (events.first { $0.event == "items" }?.json["items"] as? [[String: Any]])?.compactMap { $0["title"] as? String }
+                #expect(titles?.contains("From JSON") == true)
+            }
+        }
+    }
+
+    @Test(arguments: [
+        ("/broken", "could not be read"),
+        ("/down", "answered 503"),
+        ("/huge", "over the limit"),
+        ("/hang", "did not answer"),
+    ])
+    func upstreamFailuresEndInDoneFailedWithASentence(path: String, expected: String) async throws {
+        try await Upstream.run { port, _ in
+            let configuration = server(feeds: ["http://127.0.0.1:\(port)\(path)"]) { $0.maxFeedBytes = 64 * 1024 }
+            try await TestServer.run(configuration) { server in
+                _ = try await server.post("/api/items", #"{"id":"local","title":"Already here"}"#)
+                let done = try await refresh(server).last!.json
+                #expect(done["outcome"] as? String == "failed")
+                let error = done["error"] as? String ?? ""
+                #expect(error.contains(expected), "\(error)")
+                #expect(error.contains("127.0.0.1"))
+                let stored = try await server.get("/api/items").json["items"] as? [[String: Any]]
+                #expect(stored?.map { $0["id"] as? String } == ["local"], "stored items stay untouched")
+            }
+        }
+    }
+
+    @Test func refusedAndUnresolvableHostsAreExplained() async throws {
+        // Port 9 (discard) is closed on loopback; .invalid never resolves.
+        for (url, expected) in [("http://127.0.0.1:9/feed", "refused"), ("http://no-such-host.invalid/feed", "could not be found")] {
+            try await TestServer.run(server(feeds: [url])) { server in
+                let done = try await refresh(server).last!.json
+                #expect(done["outcome"] as? String == "failed")
+                #expect((done["error"] as? String)?.contains(expected) == true, "\(done)")
+            }
+        }
+    }
+
+    @Test func feedURLsMustBeHTTP() {
+        #expect(throws: UpstreamError.self) { try UpstreamSet(urls: ["ftp://example.com/feed"]) }
+        #expect(throws: UpstreamError.self) { try UpstreamSet(urls: ["not a url"]) }
+    }
+}
