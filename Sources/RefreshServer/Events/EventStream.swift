@@ -35,8 +35,14 @@ struct EventStream: Sendable {
             var lastWrite = ContinuousClock.now
             func send(_ buffers: [ByteBuffer]) async throws {
                 lastWrite = .now
-                var joined = ByteBufferAllocator().buffer(capacity: buffers.reduce(0) { $0 + $1.readableBytes })
-                for var buffer in buffers { joined.writeBuffer(&buffer) }
+                // The common case, one event: its shared frame goes out as it is, uncopied.
+                var joined: ByteBuffer
+                if buffers.count == 1 {
+                    joined = buffers[0]
+                } else {
+                    joined = ByteBufferAllocator().buffer(capacity: buffers.reduce(0) { $0 + $1.readableBytes })
+                    for var buffer in buffers { joined.writeBuffer(&buffer) }
+                }
                 try await writer.write(encoder.map { try $0.compress(joined) } ?? joined)
             }
             let opening = ByteBuffer(string: "retry: \(retry)\n\n")

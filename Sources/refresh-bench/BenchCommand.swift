@@ -1,0 +1,246 @@
+import ArgumentParser
+import Foundation
+import Histogram
+import NIOCore
+
+/// Measures a running server; starts nothing itself. Prints one JSON object per run.
+@main
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "refresh-bench",
+        abstract: "Latency, fan-out and memory of swift-pull-to-refresh or nginx + nchan, over loopback.")
+
+    enum Kind: String, ExpressibleByArgument, CaseIterable {
+        case ours, nchan
+    }
+
+    enum Mode: String, ExpressibleByArgument, CaseIterable {
+        /// One channel: sample posted → its event read, one at a time.
+        case l1
+        /// N channels each posting at 60 Hz.
+        case l2
+        /// One batch → the items event on N streams of one channel.
+        case fanout
+        /// Server RSS with N idle streams.
+        case memory
+    }
+
+    @Option(help: "Server kind: ours or nchan.") var target: Kind = .ours
+    @Option(help: "Host of the server.") var host = "127.0.0.1"
+    @Option(help: "Port of the server.") var port = 8080
+    @Option(help: "What to measure: l1, l2, fanout, memory.") var mode: Mode = .l1
+    @Option(help: "Samples for l1.") var samples = 10_000
+    @Option(help: "Channels (l2) or streams (fanout, memory).") var count = 100
+    @Option(help: "Seconds of dragging for l2.") var seconds = 20.0
+    @Option(help: "Batches for fanout.") var rounds = 5
+    @Option(help: "PID of the server, to read its CPU time and memory.") var serverPid: Int?
+
+    func run() async throws {
+        let server: any Target = target == .ours ? OurServer(host: "\(host):\(port)") : Nchan(host: "\(host):\(port)")
+        var result: [String: Any] = ["target": server.name, "mode": mode.rawValue]
+        let cpuBefore = serverPid.flatMap(Self.cpuSeconds)
+        let started = ContinuousClock.now
+        switch mode {
+        case .l1: try await latency(server, into: &result)
+        case .l2: try await manyDragging(server, into: &result)
+        case .fanout: try await fanOut(server, into: &result)
+        case .memory: try await memory(server, into: &result)
+        }
+        if let cpuBefore, let cpuAfter = serverPid.flatMap(Self.cpuSeconds) {
+            let wall = Self.seconds(ContinuousClock.now - started)
+            result["serverCpuSeconds"] = cpuAfter - cpuBefore
+            result["serverCpuPercent"] = (cpuAfter - cpuBefore) / wall * 100
+        }
+        let data = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
+        print(String(decoding: data, as: UTF8.self))
+    }
+
+    // MARK: - L1
+
+    private func latency(_ server: any Target, into result: inout [String: Any]) async throws {
+        var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+        let samples = self.samples
+        try await Connection.with(host: host, port: port) { control in
+            let channel = try await server.makeChannel(on: control, index: 0)
+            try await Connection.with(host: host, port: port) { stream in
+                try await stream.send(server.subscribe(channel))
+                try await Self.settle(server, channel: channel, control: control, stream: stream)
+                let clock = ContinuousClock()
+                for seq in 1...samples + 200 {
+                    let start = clock.now
+                    try await control.send(server.publish(channel, seq: seq))
+                    try await stream.read(until: server.token(seq: seq))
+                    let elapsed = clock.now - start
+                    _ = try await control.response()
+                    if seq > 200 { _ = histogram.record(Self.microseconds(elapsed)) }
+                }
+            }
+        }
+        Self.summarize(histogram, into: &result)
+        result["samples"] = samples
+    }
+
+    /// Warms the stream: waits until the subscription is live, then publishes seq 0 and
+    /// waits for it, so no measured sample races the subscription.
+    private static func settle(_ server: any Target, channel: String, control: Connection, stream: Connection) async throws {
+        try await stream.read(until: server.subscribedToken)
+        try await control.send(server.publish(channel, seq: 0))
+        _ = try await control.response()
+        try await stream.read(until: server.token(seq: 0))
+    }
+
+    // MARK: - L2
+
+    private func manyDragging(_ server: any Target, into result: inout [String: Any]) async throws {
+        let count = self.count
+        let duration = Duration.milliseconds(Int64(seconds * 1000))
+        let (host, port) = (self.host, self.port)
+        let start = ContinuousClock.now + .seconds(2)
+        let histograms = try await withThrowingTaskGroup(of: Histogram<UInt64>.self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+                    try await Connection.with(host: host, port: port) { control in
+                        let channel = try await server.makeChannel(on: control, index: index)
+                        try await Connection.with(host: host, port: port) { stream in
+                            try await stream.send(server.subscribe(channel))
+                            try await Self.settle(server, channel: channel, control: control, stream: stream)
+                            // Spread the drags over one frame so they do not all land at once.
+                            var next = start + .microseconds(Int64(index) * 16_667 / Int64(max(count, 1)))
+                            let end = start + duration
+                            var seq = 1
+                            let clock = ContinuousClock()
+                            try await clock.sleep(until: next)
+                            while next < end {
+                                let sent = clock.now
+                                try await control.send(server.publish(channel, seq: seq))
+                                try await stream.read(until: server.token(seq: seq))
+                                _ = histogram.record(Self.microseconds(clock.now - sent))
+                                _ = try await control.response()
+                                seq += 1
+                                next = next + .microseconds(16_667)
+                                if next > clock.now { try await clock.sleep(until: next) }
+                            }
+                        }
+                    }
+                    return histogram
+                }
+            }
+            var all: [Histogram<UInt64>] = []
+            for try await histogram in group { all.append(histogram) }
+            return all
+        }
+        var merged = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+        for histogram in histograms { merged.add(histogram) }
+        Self.summarize(merged, into: &result)
+        result["sessions"] = count
+        result["samplesPerSecond"] = Double(merged.totalCount) / seconds
+    }
+
+    // MARK: - Fan-out
+
+    private func fanOut(_ server: any Target, into result: inout [String: Any]) async throws {
+        var perStream = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
+        var lastTimes: [Double] = []
+        let board = ArrivalBoard()
+        try await Connection.with(host: host, port: port) { control in
+            let channel = try await server.makeChannel(on: control, index: 0)
+            let streams = try await openStreams(count: count, board: board, token: server.fanOutToken, server: server) { _ in channel }
+            defer { for stream in streams { stream.close(promise: nil) } }
+            try await Task.sleep(for: .milliseconds(500))
+            for round in 0..<rounds {
+                let sent = ArrivalBoard.now()
+                for request in server.fanOut(channel, round: round) {
+                    try await control.send(request)
+                    _ = try await control.response()
+                }
+                let arrivals = await board.takeArrivals(count)
+                for arrival in arrivals { _ = perStream.record((arrival - min(arrival, sent)) / 1000) }
+                lastTimes.append(Double((arrivals.max() ?? sent) - sent) / 1_000_000)
+                try await Task.sleep(for: .milliseconds(300))
+            }
+        }
+        Self.summarize(perStream, into: &result)
+        result["streams"] = count
+        result["rounds"] = rounds
+        result["lastStreamMs"] = lastTimes.sorted()[lastTimes.count / 2]
+        result["lastStreamMsEach"] = lastTimes
+    }
+
+    /// Opens `count` watched streams, a few hundred at a time, and waits until all are live.
+    private func openStreams(count: Int, board: ArrivalBoard, token: [UInt8], server: any Target, channel: @escaping @Sendable (Int) -> String) async throws -> [any Channel] {
+        let (host, port) = (self.host, self.port)
+        var streams: [any Channel] = []
+        for batchStart in stride(from: 0, to: count, by: 200) {
+            let batch = try await withThrowingTaskGroup(of: (any Channel).self) { group in
+                for index in batchStart..<min(count, batchStart + 200) {
+                    group.addTask {
+                        try await StreamWatcher.open(
+                            host: host, port: port, request: server.subscribe(channel(index)),
+                            readyToken: server.subscribedToken, token: token, board: board)
+                    }
+                }
+                var opened: [any Channel] = []
+                for try await stream in group { opened.append(stream) }
+                return opened
+            }
+            streams += batch
+        }
+        await board.waitReady(count)
+        return streams
+    }
+
+    // MARK: - Memory
+
+    private func memory(_ server: any Target, into result: inout [String: Any]) async throws {
+        guard let pid = serverPid else { throw BenchError("memory needs --server-pid") }
+        let before = Self.rssKiB(pid)
+        let channels = try await Connection.with(host: host, port: port) { control in
+            var channels: [String] = []
+            for index in 0..<count { channels.append(try await server.makeChannel(on: control, index: index)) }
+            return channels
+        }
+        let board = ArrivalBoard()
+        let streams = try await openStreams(count: count, board: board, token: Array("never".utf8), server: server) { channels[$0] }
+        try await Task.sleep(for: .seconds(2))
+        let after = Self.rssKiB(pid)
+        result["rssBeforeKiB"] = before
+        result["rssAfterKiB"] = after
+        result["perStreamKiB"] = Double(after - before) / Double(count)
+        result["streams"] = count
+        for stream in streams { stream.close(promise: nil) }
+    }
+
+    // MARK: - Helpers
+
+    static func summarize(_ histogram: Histogram<UInt64>, into result: inout [String: Any]) {
+        result["count"] = histogram.totalCount
+        result["p50us"] = histogram.valueAtPercentile(50)
+        result["p99us"] = histogram.valueAtPercentile(99)
+        result["maxUs"] = histogram.max
+    }
+
+    static func microseconds(_ duration: Duration) -> UInt64 {
+        UInt64(max(0, duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000))
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
+    }
+
+    /// User plus system CPU of a process, from /proc.
+    static func cpuSeconds(_ pid: Int) -> Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    static func rssKiB(_ pid: Int) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+}

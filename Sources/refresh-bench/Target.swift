@@ -1,0 +1,86 @@
+import NIOCore
+
+/// What differs between servers under test: how a channel is made, subscribed to and
+/// published on. The measuring code is the same for both.
+protocol Target: Sendable {
+    var name: String { get }
+    /// Makes a channel (a session, an nchan channel); answers its id.
+    func makeChannel(on connection: Connection, index: Int) async throws -> String
+    func subscribe(_ channel: String) -> ByteBuffer
+    func publish(_ channel: String, seq: Int) -> ByteBuffer
+    /// Bytes that appear in the event carrying `seq`, and nowhere before it.
+    func token(seq: Int) -> [UInt8]
+    /// Requests that deliver one batch of items to every subscriber of `channel`.
+    func fanOut(_ channel: String, round: Int) -> [ByteBuffer]
+    var fanOutToken: [UInt8] { get }
+    /// Bytes that show a new subscription is live.
+    var subscribedToken: [UInt8] { get }
+}
+
+/// A batch the size of a refresh page: 20 items of about 200 bytes.
+func itemBatch(round: Int) -> String {
+    let items = (0..<20).map { index in
+        #"{"id":"bench-\#(round)-\#(index)","title":"Benchmark item \#(index) of round \#(round)","summary":"\#(String(repeating: "lorem ipsum ", count: 10))","published":"2026-11-22T08:\#(index < 10 ? "0" : "")\#(index):00Z"}"#
+    }
+    return #"{"items":[\#(items.joined(separator: ","))]}"#
+}
+
+struct OurServer: Target {
+    let host: String
+    var name: String { "swift-pull-to-refresh" }
+
+    func makeChannel(on connection: Connection, index: Int) async throws -> String {
+        try await connection.send(Connection.request("POST", "/api/sessions", host: host, body: "{}"))
+        let (status, body) = try await connection.response()
+        guard status == 201, let start = body.range(of: #""id":""#), let end = body[start.upperBound...].firstIndex(of: "\"") else {
+            throw BenchError("creating a session answered \(status): \(body.prefix(200))")
+        }
+        return String(body[start.upperBound..<end])
+    }
+
+    func subscribe(_ channel: String) -> ByteBuffer {
+        Connection.request("GET", "/api/sessions/\(channel)/events", host: host)
+    }
+
+    func publish(_ channel: String, seq: Int) -> ByteBuffer {
+        // Pulls that stay under the threshold: state events only, no refresh.
+        Connection.request("POST", "/api/sessions/\(channel)/samples", host: host, body: #"{"seq":\#(seq),"y":-\#(seq % 60 + 1)}"#)
+    }
+
+    func token(seq: Int) -> [UInt8] { Array(#""seq":\#(seq)}"#.utf8) }
+
+    func fanOut(_ channel: String, round: Int) -> [ByteBuffer] {
+        [Connection.request("POST", "/api/items", host: host, body: itemBatch(round: round)),
+         Connection.request("POST", "/api/sessions/\(channel)/refresh", host: host, body: "")]
+    }
+
+    var fanOutToken: [UInt8] { Array("event: items".utf8) }
+    var subscribedToken: [UInt8] { Array("event: state".utf8) }
+}
+
+/// nginx with nchan: `/pub/ID` publishes, `/sub/ID` is an EventSource subscriber.
+struct Nchan: Target {
+    let host: String
+    var name: String { "nginx + nchan" }
+
+    func makeChannel(on connection: Connection, index: Int) async throws -> String {
+        "bench\(UInt32.random(in: 0...UInt32.max))x\(index)"
+    }
+
+    func subscribe(_ channel: String) -> ByteBuffer {
+        Connection.request("GET", "/sub/\(channel)", host: host, headers: "Accept: text/event-stream\r\n")
+    }
+
+    func publish(_ channel: String, seq: Int) -> ByteBuffer {
+        Connection.request("POST", "/pub/\(channel)", host: host, body: #"{"seq":\#(seq)}"#)
+    }
+
+    func token(seq: Int) -> [UInt8] { Array(#""seq":\#(seq)}"#.utf8) }
+
+    func fanOut(_ channel: String, round: Int) -> [ByteBuffer] {
+        [Connection.request("POST", "/pub/\(channel)", host: host, body: itemBatch(round: round))]
+    }
+
+    var fanOutToken: [UInt8] { Array(#"{"items":["#.utf8) }
+    var subscribedToken: [UInt8] { Array("\r\n\r\n".utf8) }
+}
