@@ -46,6 +46,7 @@ work=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
 lines="$work/lines.jsonl"
 server_pid=""
+measured_pid=""
 cleanup() {
     [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
     rm -rf "$work"
@@ -75,6 +76,9 @@ start() {
     esac
     server_pid=$!
     wait_for_port
+    # nginx's master only supervises: the worker is the process that serves and grows.
+    measured_pid=$server_pid
+    if [ "$1" = nchan ]; then measured_pid=$(pgrep -P "$server_pid" | head -n1); fi
 }
 
 stop() {
@@ -88,26 +92,39 @@ measure() { # TARGET MODE [flags…]
     local target=$1 mode=$2
     shift 2
     echo "  $target $mode $*" >&2
-    timeout 600 "$bin/refresh-bench" --target "$target" --port "$port" --mode "$mode" --server-pid "$server_pid" "$@" |
+    timeout 600 "$bin/refresh-bench" --target "$target" --port "$port" --mode "$mode" --server-pid "$measured_pid" "$@" |
         python3 -c 'import json,sys; d=json.load(sys.stdin); d["kind"]=sys.argv[1]; d["args"]=sys.argv[2]; print(json.dumps(d))' "$target" "$*" >>"$lines"
 }
 
+figures=" ${FIGURES:-l1 l2 fanout memory} "
 for target in ours nchan; do
     echo "== $target" >&2
     # Fresh servers for each figure so one measurement's leftovers do not weigh on the next.
-    start "$target"; measure "$target" l1 --samples "$l1_samples"; stop
-    for count in $l2_counts; do
-        start "$target"; measure "$target" l2 --count "$count" --seconds "$l2_seconds"; stop
-    done
-    for count in $fan_counts; do
-        start "$target"; measure "$target" fanout --count "$count" --rounds "$fan_rounds"; stop
-    done
-    for count in $memory_counts; do
-        start "$target"; measure "$target" memory --count "$count"; stop
-    done
+    if [[ $figures == *" l1 "* ]]; then
+        start "$target"; measure "$target" l1 --samples "$l1_samples"; stop
+    fi
+    if [[ $figures == *" l2 "* ]]; then
+        for count in $l2_counts; do
+            start "$target"; measure "$target" l2 --count "$count" --seconds "$l2_seconds"; stop
+        done
+    fi
+    if [[ $figures == *" fanout "* ]]; then
+        for count in $fan_counts; do
+            start "$target"; measure "$target" fanout --count "$count" --rounds "$fan_rounds"; stop
+        done
+    fi
+    if [[ $figures == *" memory "* ]]; then
+        for count in $memory_counts; do
+            start "$target"; measure "$target" memory --count "$count"; stop
+        done
+    fi
 done
 
 stamp=$(date -u +%Y-%m-%d)
 [ "$smoke" = yes ] && stamp="$stamp-smoke"
 python3 bench/report.py "$lines" "$out/$stamp.json" "$out/$stamp.md" "$configuration"
+if [ "$smoke" = no ]; then
+    python3 -c 'import matplotlib' 2>/dev/null || python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore matplotlib
+    python3 bench/plot.py "$out/$stamp.json"
+fi
 cat "$out/$stamp.md"

@@ -16,6 +16,8 @@ struct EventLog: Sendable {
     /// One doorbell per open stream: a wake-up, not a copy of the event.
     private var doorbells: [Int: AsyncStream<Void>.Continuation] = [:]
     private var nextDoorbell = 0
+    /// Events were appended since the streams were last woken.
+    private var unannounced = false
 
     init(capacity: Int) {
         self.capacity = max(1, capacity)
@@ -36,7 +38,7 @@ struct EventLog: Sendable {
             ring[head] = event
             head = (head + 1) % capacity
         }
-        ringDoorbells()
+        unannounced = true
         return event
     }
 
@@ -46,15 +48,22 @@ struct EventLog: Sendable {
         case gap
     }
 
-    /// Everything after `cursor`, in order, with superseded states left out.
+    /// Everything after `cursor`, in order, with superseded states left out. Every open
+    /// stream asks this on every wake-up, so it finds its place by binary search, not a scan.
     func events(after cursor: UInt64) -> Replay {
         guard cursor >= droppedThrough, cursor <= lastID else { return .gap }
         if cursor == lastID { return .events([]) }
+        var low = 0
+        var high = ring.count
+        while low < high {
+            let middle = (low + high) / 2
+            if ring[(head + middle) % ring.count].id <= cursor { low = middle + 1 } else { high = middle }
+        }
         var result: [ServerEvent] = []
+        result.reserveCapacity(ring.count - low + 1)
         var stateToInsert = latestState.flatMap { $0.id > cursor ? $0 : nil }
-        for offset in 0..<ring.count {
+        for offset in low..<ring.count {
             let event = ring[(head + offset) % ring.count]
-            guard event.id > cursor else { continue }
             if let state = stateToInsert, state.id < event.id {
                 result.append(state)
                 stateToInsert = nil
@@ -73,6 +82,14 @@ struct EventLog: Sendable {
 
     mutating func removeDoorbell(_ id: Int) {
         doorbells.removeValue(forKey: id)?.finish()
+    }
+
+    /// Wakes every stream once for everything appended since the last call: a refresh's
+    /// items, done and state wake each stream once, not three times.
+    mutating func announce() {
+        guard unannounced else { return }
+        unannounced = false
+        ringDoorbells()
     }
 
     func ringDoorbells() {

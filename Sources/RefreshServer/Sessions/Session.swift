@@ -47,7 +47,7 @@ public final class Session: Sendable {
     /// Applies samples in `seq` order and answers with the resulting state. A rejected batch
     /// (rate, values) changes nothing.
     func applySamples(_ samples: [Sample], now: ContinuousClock.Instant) throws(APIError) -> GestureState {
-        try state.withLock { (state) throws(APIError) -> GestureState in
+        try mutate { (state) throws(APIError) -> GestureState in
             state.lastActive = now
             if let retryAfter = state.bucket.take(samples.count, now: now) {
                 throw APIError(
@@ -67,7 +67,7 @@ public final class Session: Sendable {
     }
 
     func requestRefresh(now: ContinuousClock.Instant) -> ActionID {
-        state.withLock { state in
+        mutate { state in
             state.lastActive = now
             switch state.engine.refreshRequested() {
             case .started(let job, let effects):
@@ -80,7 +80,7 @@ public final class Session: Sendable {
     }
 
     func requestLoadMore(now: ContinuousClock.Instant) throws(APIError) -> ActionID {
-        try state.withLock { (state) throws(APIError) -> ActionID in
+        try mutate { (state) throws(APIError) -> ActionID in
             state.lastActive = now
             switch state.engine.loadMoreRequested() {
             case .started(let job, let effects):
@@ -96,7 +96,7 @@ public final class Session: Sendable {
 
     /// Cancels the refresh in flight; answers its id, or `nil` when none was running.
     func cancelRefresh(now: ContinuousClock.Instant) -> ActionID? {
-        state.withLock { state in
+        mutate { state in
             state.lastActive = now
             let effects = state.engine.cancelRequested(.refresh)
             perform(effects, &state)
@@ -116,7 +116,7 @@ public final class Session: Sendable {
 
     /// Publishes progress of `job` if it is still the running action, never going backwards.
     func progress(_ job: Job, fraction: Double, stage: String, message: String) {
-        state.withLock { state in
+        mutate { state in
             guard state.engine.runningJob == job else { return }
             let floor = state.progressFloor.flatMap { $0.0 == job.id ? $0.1 : nil } ?? 0
             let fraction = min(1, max(floor, fraction))
@@ -134,7 +134,7 @@ public final class Session: Sendable {
     /// Ends `job`: its items, its `done`, the state after it. Ignored when the job was
     /// already cancelled or superseded: its late results must not reach the page.
     func finish(_ job: Job, _ result: Result) {
-        state.withLock { state in
+        mutate { state in
             state.tasks.removeValue(forKey: job.id)
             guard state.engine.runningJob == job else { return }
             let effects: Effects
@@ -172,7 +172,7 @@ public final class Session: Sendable {
     /// Opens a stream. With `lastEventID`, the first events are the replay of what it missed
     /// (a `reset` and a fresh state if they are gone); without, a state snapshot.
     func subscribe(lastEventID: UInt64?, doorbell: AsyncStream<Void>.Continuation, now: ContinuousClock.Instant) -> Subscription? {
-        state.withLock { state in
+        mutate { state in
             guard !state.ended else { return nil }
             state.lastActive = now
             let id = state.log.addDoorbell(doorbell)
@@ -183,11 +183,11 @@ public final class Session: Sendable {
 
     /// The events after `cursor` for an open stream, or a reset and snapshot past a gap.
     func events(after cursor: UInt64) -> (events: [ServerEvent], cursor: UInt64) {
-        state.withLock { state in catchUp(after: cursor, &state) }
+        mutate { state in catchUp(after: cursor, &state) }
     }
 
     func unsubscribe(_ doorbell: Int, now: ContinuousClock.Instant) {
-        state.withLock { state in
+        mutate { state in
             state.log.removeDoorbell(doorbell)
             state.lastActive = now
         }
@@ -224,7 +224,7 @@ public final class Session: Sendable {
 
     /// Stops its actions and closes its streams.
     func end() {
-        state.withLock { state in
+        mutate { state in
             state.ended = true
             for task in state.tasks.values { task.cancel() }
             state.tasks.removeAll()
@@ -233,6 +233,15 @@ public final class Session: Sendable {
     }
 
     // MARK: - Effects
+
+    /// Every change goes through here: the streams are woken once, after the change,
+    /// for all the events it appended.
+    private func mutate<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
+        try state.withLock { (state) throws(Failure) -> Result in
+            defer { state.log.announce() }
+            return try body(&state)
+        }
+    }
 
     private func perform(_ effects: Effects, _ state: inout State) {
         if let cancelled = effects.cancel {
