@@ -19,15 +19,7 @@ func temporaryDatabase() -> String {
         let feed = try SQLiteFeed(path: ":memory:")
         let all = (0..<23).map { FeedItem(id: "id-\($0 % 7)-\($0)", title: "t\($0)", published: Timestamp(milliseconds: Int64($0 / 4) * 1000)) }
         _ = try await feed.publish(all.shuffled())
-        var seen: [String] = []
-        var cursor: FeedCursor?
-        var hasMore = true
-        while hasMore {
-            let page = try await feed.older(than: cursor, limit: 5)
-            seen += page.items.map(\.id)
-            cursor = page.items.last?.cursor
-            hasMore = page.hasMore
-        }
+        let seen = try await allIDsByPaging(feed, limit: 5)
         #expect(seen == all.sorted { $0.cursor > $1.cursor }.map(\.id))
         #expect(Set(seen).count == all.count)
         let middle = try #require(try await feed.item(id: seen[10])).cursor

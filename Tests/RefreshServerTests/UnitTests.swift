@@ -82,15 +82,7 @@ import Testing
     @Test func pagesThroughTiesWithoutSkippingOrRepeating() async throws {
         let all = (0..<12).map { FeedItem(id: "id-\($0)", title: "t", published: Timestamp(milliseconds: Int64($0 / 3) * 1000)) }
         let feed = MemoryFeed(items: all.shuffled())
-        var seen: [String] = []
-        var cursor: FeedCursor?
-        var hasMore = true
-        while hasMore {
-            let page = try await feed.older(than: cursor, limit: 5)
-            seen += page.items.map(\.id)
-            cursor = page.items.last?.cursor
-            hasMore = page.hasMore
-        }
+        let seen = try await allIDsByPaging(feed, limit: 5)
         let expected = all.sorted { $0.cursor > $1.cursor }.map(\.id)
         #expect(seen == expected)
         #expect(Set(seen).count == 12)

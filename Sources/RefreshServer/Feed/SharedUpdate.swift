@@ -22,9 +22,6 @@ final class SharedUpdate: Sendable {
 
     init(source: any FeedSource) { self.source = source }
 
-    /// Whether an update is running now (for tests and diagnostics).
-    var isRunning: Bool { state.withLock { $0.flight != nil } }
-
     func run(progress: @escaping ProgressSink) async throws -> FeedUpdate {
         let (flight, listener, latest) = state.withLock { state -> (Flight, Int, FeedProgress?) in
             let listener = state.nextListener

@@ -33,10 +33,6 @@ struct JSONFields {
         return number
     }
 
-    func requiredDouble(_ key: String) throws(APIError) -> Double {
-        guard let number = try double(key) else { throw .missing(fieldPath(key), expected: "a number") }
-        return number
-    }
 
     /// An integer; a non-finite or fractional number is the wrong type here.
     func int(_ key: String) throws(APIError) -> Int? {
@@ -47,10 +43,6 @@ struct JSONFields {
         return Int(number)
     }
 
-    func requiredInt(_ key: String) throws(APIError) -> Int {
-        guard let number = try int(key) else { throw .missing(fieldPath(key), expected: "a whole number") }
-        return number
-    }
 
     func string(_ key: String) throws(APIError) -> String? {
         guard let value = present(key) else { return nil }
@@ -58,10 +50,6 @@ struct JSONFields {
         return string
     }
 
-    func requiredString(_ key: String) throws(APIError) -> String {
-        guard let string = try string(key) else { throw .missing(fieldPath(key), expected: "a string") }
-        return string
-    }
 
     func bool(_ key: String) throws(APIError) -> Bool? {
         guard let value = present(key) else { return nil }

@@ -106,8 +106,6 @@ public final class Session: Sendable {
 
     var gestureState: GestureState { state.withLock { $0.engine.gestureState } }
 
-    var window: Window { state.withLock { $0.window } }
-
     var ignoredSamples: Int { state.withLock { $0.engine.ignoredSamples } }
 
     var openStreams: Int { state.withLock { $0.log.openStreams } }

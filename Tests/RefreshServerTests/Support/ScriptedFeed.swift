@@ -59,3 +59,17 @@ func items(_ count: Int, from newest: Int64 = 1_800_000_000_000, prefix: String 
         FeedItem(id: "\(prefix)-\(index)", title: "\(prefix) \(index)", published: Timestamp(milliseconds: newest - Int64(index) * 60_000))
     }
 }
+
+/// Every id of a feed, page by page through `older(than:)`, as a client pages.
+func allIDsByPaging(_ feed: any FeedSource, limit: Int) async throws -> [String] {
+    var seen: [String] = []
+    var cursor: FeedCursor?
+    var hasMore = true
+    while hasMore {
+        let page = try await feed.older(than: cursor, limit: limit)
+        seen += page.items.map(\.id)
+        cursor = page.items.last?.cursor
+        hasMore = page.hasMore
+    }
+    return seen
+}
