@@ -18,13 +18,18 @@ expect "JSON decodes to the same bytes" "$(gunzip -c "$WORK/items.gz" | sha256su
 session=$(new_session)
 curl -sN "$BASE/api/sessions/$session/events" >"$WORK/plain" &
 curl -sN -H 'Accept-Encoding: gzip' -D "$WORK/stream.headers" "$BASE/api/sessions/$session/events" >"$WORK/stream.gz" &
-sleep 0.3
+wait_for "$WORK/plain" '^event: state' 5
+wait_for "$WORK/stream.headers" '[Ee]ncoding: gzip' 5
 sample "$session" 1 -40 >/dev/null
 sample "$session" 2 -90 >/dev/null
 wait_for "$WORK/plain" '"seq":2' 5
 # Each event is flushed: what arrived so far inflates to the complete events.
-sleep 0.3
-python3 -c 'import sys,zlib; d=zlib.decompressobj(31); sys.stdout.write(d.decompress(open(sys.argv[1],"rb").read()).decode())' "$WORK/stream.gz" >"$WORK/inflated"
+inflate() { python3 -c 'import sys,zlib; d=zlib.decompressobj(31); sys.stdout.write(d.decompress(open(sys.argv[1],"rb").read()).decode())' "$WORK/stream.gz" >"$WORK/inflated"; }
+for _ in $(seq 1 100); do
+    inflate
+    grep -q '"seq":2' "$WORK/inflated" && break
+    sleep 0.05
+done
 expect_match "the stream is gzipped" "$(cat "$WORK/stream.headers")" '[Cc]ontent-[Ee]ncoding: gzip'
 expect "the stream inflates to the plain events, flushed per event" "$(sha256sum <"$WORK/inflated")" "$(sha256sum <"$WORK/plain")"
 finish
