@@ -42,8 +42,10 @@ public enum RefreshApplication {
         router.head("/", use: serveFile)
         router.head("**", use: serveFile)
 
+        let hotRoutes = HotRoutes(sessions: sessions, configuration: configuration, logger: logger)
         return Application(
             router: router,
+            server: .http1(configuration: .init(additionalChannelHandlers: [SessionConnectionHandler(routes: hotRoutes)])),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "refresh-server"),
             services: [SessionMaintenance(sessions: sessions, keepaliveInterval: configuration.keepaliveInterval)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },

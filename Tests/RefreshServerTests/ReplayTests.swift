@@ -52,7 +52,9 @@ import Testing
 
     @Test func aGapBeyondTheBufferAsksForAReset() async throws {
         var configuration = TestServer.configuration()
-        configuration.replayBufferLength = 4
+        // Larger than one refresh's events (progress, items, done), so the live stream
+        // keeps up, and smaller than three refreshes', so the late one falls behind.
+        configuration.replayBufferLength = 8
         try await TestServer.run(configuration) { server in
             let id = try await server.session()
             let stream = try await server.events(id)

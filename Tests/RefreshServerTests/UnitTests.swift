@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NIOPosix
 import Testing
 @testable import RefreshServer
 
@@ -108,6 +109,12 @@ import Testing
     }
 }
 
+/// A stream that is open but never woken in the test.
+private final class SilentListener: EventListener {
+    let eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
+    func wake(_ reason: Wakeup.Reason, replay: inout ReplayCache) {}
+}
+
 @Suite struct SessionStoreTests {
     @Test func idleSessionsExpireButOnesWithStreamsStay() throws {
         var configuration = ServerConfiguration()
@@ -116,8 +123,7 @@ import Testing
         let store = SessionStore(runner: runner, limits: configuration)
         let idle = try store.create(config: .init(top: Preset.standard.config.top, bottom: Preset.standard.config.bottom, rotation: true, prefetch: false))
         let watched = try store.create(config: Preset.standard.config)
-        let (_, doorbell) = AsyncStream<Void>.makeStream()
-        _ = watched.subscribe(lastEventID: nil, doorbell: doorbell, now: .now)
+        _ = watched.subscribe(SilentListener(), lastEventID: nil, now: .now)
         #expect(store.expireIdle(now: .now) == 0)
         #expect(store.expireIdle(now: .now + .seconds(61)) == 1)
         #expect(throws: APIError.self) { try store.session(idle.id) }

@@ -1,4 +1,5 @@
 import HTTPTypes
+import Logging
 
 /// A request the server refuses, with the status, a stable machine-readable code and a
 /// sentence for people. Every error body is `{"error": CODE, "message": TEXT}`.
@@ -14,6 +15,11 @@ public struct APIError: Error, Sendable, Equatable {
         self.code = code
         self.message = message
         self.retryAfter = retryAfter
+    }
+
+    /// One line per refused request, wherever it was answered.
+    func logRefusal(method: HTTPRequest.Method, path: String, logger: Logger) {
+        logger.notice("refused \(method) \(path): \(status.code) \(code): \(message)")
     }
 
     static func malformedJSON(_ reason: String) -> Self {

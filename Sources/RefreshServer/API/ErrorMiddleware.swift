@@ -27,7 +27,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     private func refuse(_ error: APIError, request: Request, context: Context) -> Response {
-        context.logger.notice("refused \(request.method) \(request.uri.path): \(error.status.code) \(error.code): \(error.message)")
+        error.logRefusal(method: request.method, path: request.uri.path, logger: context.logger)
         return JSONResponse.error(error, request: request)
     }
 }

@@ -2,39 +2,67 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
+/// A JSON response as bytes and headers, before it becomes a Hummingbird `Response` or is
+/// written straight to a connection.
+struct JSONPayload: Sendable {
+    var status: HTTPResponse.Status
+    var headers: HTTPFields
+    var body: ByteBuffer
+}
+
 enum JSONResponse {
     /// Bodies smaller than this are sent as they are: gzip would cost more than it saves.
     static let gzipThreshold = 1024
 
-    static func make(_ status: HTTPResponse.Status, _ body: ByteBuffer, request: Request, headers extra: HTTPFields = [:]) -> Response {
+    static func payload(_ status: HTTPResponse.Status, _ body: ByteBuffer, acceptsGzip: Bool, headers extra: HTTPFields = [:]) -> JSONPayload {
         var headers: HTTPFields = [.contentType: "application/json", .cacheControl: "no-store"]
         headers.append(contentsOf: extra)
         var body = body
         if body.readableBytes >= gzipThreshold {
             headers[.vary] = "Accept-Encoding"
-            if Gzip.accepted(by: request.head), let compressed = Gzip.compress(body) {
+            if acceptsGzip, let compressed = Gzip.compress(body) {
                 headers[.contentEncoding] = "gzip"
                 body = compressed
             }
         }
         headers[.contentLength] = String(body.readableBytes)
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
+        return JSONPayload(status: status, headers: headers, body: body)
     }
 
-    static func make(_ status: HTTPResponse.Status, request: Request, headers: HTTPFields = [:], _ write: (inout JSONWriter) -> Void) -> Response {
+    static func payload(
+        _ status: HTTPResponse.Status, acceptsGzip: Bool, headers: HTTPFields = [:], _ write: (inout JSONWriter) -> Void
+    ) -> JSONPayload {
         var json = JSONWriter(capacity: 256)
         write(&json)
-        return make(status, json.buffer, request: request, headers: headers)
+        return payload(status, json.buffer, acceptsGzip: acceptsGzip, headers: headers)
     }
 
-    static func error(_ error: APIError, request: Request) -> Response {
+    static func errorPayload(_ error: APIError, acceptsGzip: Bool) -> JSONPayload {
         var headers: HTTPFields = [:]
         if let retryAfter = error.retryAfter { headers[.retryAfter] = String(retryAfter) }
-        return make(error.status, request: request, headers: headers) { json in
+        return payload(error.status, acceptsGzip: acceptsGzip, headers: headers) { json in
             json.beginObject()
             json.field("error", error.code)
             json.field("message", error.message)
             json.endObject()
         }
+    }
+
+    static func make(_ status: HTTPResponse.Status, _ body: ByteBuffer, request: Request, headers: HTTPFields = [:]) -> Response {
+        Response(payload(status, body, acceptsGzip: Gzip.accepted(by: request.head), headers: headers))
+    }
+
+    static func make(_ status: HTTPResponse.Status, request: Request, headers: HTTPFields = [:], _ write: (inout JSONWriter) -> Void) -> Response {
+        Response(payload(status, acceptsGzip: Gzip.accepted(by: request.head), headers: headers, write))
+    }
+
+    static func error(_ error: APIError, request: Request) -> Response {
+        Response(errorPayload(error, acceptsGzip: Gzip.accepted(by: request.head)))
+    }
+}
+
+extension Response {
+    init(_ payload: JSONPayload) {
+        self.init(status: payload.status, headers: payload.headers, body: ResponseBody(byteBuffer: payload.body))
     }
 }

@@ -1,3 +1,5 @@
+import NIOCore
+
 /// A session's events: numbered, kept in a bounded ring for replay, and announced to the
 /// open streams.
 ///
@@ -13,9 +15,8 @@ struct EventLog: Sendable {
     private var latestState: ServerEvent?
     /// Newest id of an event dropped for room; a reader behind it has missed something.
     private var droppedThrough: UInt64 = 0
-    /// One doorbell per open stream: a wake-up, not a copy of the event.
-    private var doorbells: [Int: AsyncStream<Void>.Continuation] = [:]
-    private var nextDoorbell = 0
+    /// The open streams: woken, not handed copies of the events.
+    private var listeners = ListenerGroups()
     /// Events were appended since the streams were last woken.
     private var unannounced = false
 
@@ -23,7 +24,7 @@ struct EventLog: Sendable {
         self.capacity = max(1, capacity)
     }
 
-    var openStreams: Int { doorbells.count }
+    var openStreams: Int { listeners.count }
 
     @discardableResult
     mutating func append(_ kind: ServerEvent.Kind, _ data: ByteBuffer) -> ServerEvent {
@@ -74,33 +75,30 @@ struct EventLog: Sendable {
         return .events(result)
     }
 
-    mutating func addDoorbell(_ doorbell: AsyncStream<Void>.Continuation) -> Int {
-        nextDoorbell += 1
-        doorbells[nextDoorbell] = doorbell
-        return nextDoorbell
+    mutating func addListener(_ listener: any EventListener) {
+        listeners.insert(listener)
     }
 
-    mutating func removeDoorbell(_ id: Int) {
-        doorbells.removeValue(forKey: id)?.finish()
+    mutating func removeListener(_ listener: any EventListener) {
+        listeners.remove(listener)
     }
 
-    /// Wakes every stream once for everything appended since the last call: a refresh's
-    /// items, done and state wake each stream once, not three times.
-    mutating func announce() {
-        guard unannounced else { return }
+    /// The wake-up for everything appended since the last call, to fire once the lock is
+    /// released: a refresh's items, done and state wake each stream once, not three times.
+    mutating func takeAnnouncement() -> Wakeup? {
+        guard unannounced else { return nil }
         unannounced = false
-        ringDoorbells()
+        return listeners.wakeup(.news)
     }
 
-    func ringDoorbells() {
-        for doorbell in doorbells.values { doorbell.yield() }
+    /// Wakes every stream with nothing new: the keepalive tick.
+    func tick() -> Wakeup? {
+        listeners.wakeup(.tick)
     }
 
-    /// Closes every stream (session ended, server stopping).
-    mutating func closeAll() {
-        for doorbell in doorbells.values { doorbell.finish() }
-        doorbells.removeAll()
+    /// Ends every stream (session ended, server stopping).
+    mutating func closeAll() -> Wakeup? {
+        defer { listeners.removeAll() }
+        return listeners.wakeup(.sessionEnded)
     }
 }
-
-import NIOCore

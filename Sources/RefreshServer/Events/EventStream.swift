@@ -1,76 +1,65 @@
 import HTTPTypes
-import Hummingbird
 import NIOCore
-import ServiceLifecycle
 
-/// One `text/event-stream` response: the catch-up, then every new event of the session as
-/// its doorbell rings, a keepalive comment when woken with nothing to send. It ends when
-/// the client goes away (noticed at once, not at the next write), the session ends or the
-/// server shuts down.
-struct EventStream: Sendable {
+/// One open `text/event-stream` response: its place in the session's log, its gzip stream,
+/// and when it last wrote. It lives on its connection's event loop and turns wake-ups
+/// into the bytes to write: the log's shared frames (compressed per connection if asked),
+/// or a keepalive comment on a quiet stream.
+struct EventStream {
     let session: Session
-    let configuration: ServerConfiguration
+    let listener: any EventListener
+    private var cursor: UInt64
+    private let gzip: GzipStream?
+    private var lastWrite: ContinuousClock.Instant
+    private let quietEnough: Duration
 
-    func response(request: Request, lastEventID: UInt64?) -> Response {
-        let gzip = Gzip.accepted(by: request.head)
+    /// The response head and first bytes (the `retry:` line and the catch-up), or `nil`
+    /// when the session ended meanwhile.
+    static func open(
+        session: Session, listener: any EventListener, lastEventID: UInt64?, gzip: Bool, configuration: ServerConfiguration
+    ) throws -> (stream: EventStream, head: HTTPResponse, opening: [ByteBuffer])? {
+        let gzip = try gzip ? GzipStream() : nil
+        guard let (initial, cursor) = session.subscribe(listener, lastEventID: lastEventID, now: .now) else { return nil }
         var headers: HTTPFields = [
             .contentType: "text/event-stream; charset=utf-8",
             .cacheControl: "no-store",
             .accelBuffering: "no",
             .vary: "Accept-Encoding",
         ]
-        if gzip { headers[.contentEncoding] = "gzip" }
-        let retry = configuration.reconnectDelayMilliseconds
-        // A wake with nothing new is the keepalive tick, or a late ring for events already
-        // sent; only the first, on a stream quiet for a while, deserves a comment.
-        let quietEnough = configuration.keepaliveInterval / 2
-        let body = ResponseBody { [session] writer in
-            let (doorbell, ringer) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-            guard let subscription = session.subscribe(lastEventID: lastEventID, doorbell: ringer, now: .now) else {
-                try await writer.finish(nil)
-                return
-            }
-            defer { session.unsubscribe(subscription.doorbell, now: .now) }
-            let encoder = try gzip ? GzipStream() : nil
-            var lastWrite = ContinuousClock.now
-            func send(_ buffers: [ByteBuffer]) async throws {
-                lastWrite = .now
-                // The common case, one event: its shared frame goes out as it is, uncopied.
-                var joined: ByteBuffer
-                if buffers.count == 1 {
-                    joined = buffers[0]
-                } else {
-                    joined = ByteBufferAllocator().buffer(capacity: buffers.reduce(0) { $0 + $1.readableBytes })
-                    for var buffer in buffers { joined.writeBuffer(&buffer) }
-                }
-                try await writer.write(encoder.map { try $0.compress(joined) } ?? joined)
-            }
-            let opening = ByteBuffer(string: "retry: \(retry)\n\n")
-            try await send([opening] + subscription.initial.map(\.frame))
-            var cursor = subscription.cursor
-            do {
-                try await withGracefulShutdownHandler {
-                    try await request.body.consumeWithCancellationOnInboundClose { _ in
-                        for await _ in doorbell {
-                            let (events, next) = session.events(after: cursor)
-                            cursor = next
-                            if !events.isEmpty {
-                                try await send(events.map(\.frame))
-                            } else if ContinuousClock.now - lastWrite >= quietEnough {
-                                try await send([Self.keepalive])
-                            }
-                        }
-                    }
-                } onGracefulShutdown: {
-                    ringer.finish()
-                }
-                if let encoder { try await writer.write(try encoder.finish()) }
-                try await writer.finish(nil)
-            } catch {
-                // The client left: nothing more can be written to it.
-            }
-        }
-        return Response(status: .ok, headers: headers, body: body)
+        if gzip != nil { headers[.contentEncoding] = "gzip" }
+        var stream = EventStream(
+            session: session, listener: listener, cursor: cursor, gzip: gzip,
+            // A wake with nothing new is the keepalive tick; only a stream quiet for at
+            // least half the interval needs a comment.
+            lastWrite: .now, quietEnough: configuration.keepaliveInterval / 2)
+        let retry = ByteBuffer(string: "retry: \(configuration.reconnectDelayMilliseconds)\n\n")
+        let opening = try stream.encode([retry] + initial.map(\.frame))
+        return (stream, HTTPResponse(status: .ok, headerFields: headers), opening)
+    }
+
+    /// What a wake-up has to write; empty when there is nothing.
+    mutating func woken(_ reason: Wakeup.Reason, replay: inout ReplayCache) throws -> [ByteBuffer] {
+        let (events, next) = replay.events(after: cursor) { [session] in session.events(after: $0) }
+        cursor = next
+        if !events.isEmpty { return try encode(events.map(\.frame)) }
+        if reason == .tick, ContinuousClock.now - lastWrite >= quietEnough { return try encode([Self.keepalive]) }
+        return []
+    }
+
+    /// The last bytes of the response body: the gzip trailer, if any.
+    func finish() throws -> ByteBuffer? {
+        try gzip?.finish()
+    }
+
+    /// Plain frames go out as they are, shared with every other stream; gzip compresses
+    /// them together into one flushed block.
+    private mutating func encode(_ frames: [ByteBuffer]) throws -> [ByteBuffer] {
+        lastWrite = .now
+        guard let gzip else { return frames }
+        if frames.count == 1 { return [try gzip.compress(frames[0])] }
+        var joined = ByteBufferAllocator().buffer(capacity: frames.reduce(0) { $0 + $1.readableBytes })
+        for var frame in frames { joined.writeBuffer(&frame) }
+        return [try gzip.compress(joined)]
     }
 
     static let keepalive = ByteBuffer(string: ": keepalive\n\n")

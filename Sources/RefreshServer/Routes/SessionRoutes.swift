@@ -2,7 +2,8 @@ import HTTPTypes
 import Hummingbird
 import RefreshEngine
 
-/// `/api/sessions/…`: create a session, post samples, ask for actions, stream events.
+/// `/api/sessions/…`: create, show and end a session, ask for actions. Posting samples and
+/// the event stream are ``HotRoutes``, answered on the connection's event loop.
 struct SessionRoutes<Context: RequestContext>: Sendable {
     let sessions: SessionStore
     let configuration: ServerConfiguration
@@ -12,8 +13,6 @@ struct SessionRoutes<Context: RequestContext>: Sendable {
         group.post(use: create)
         group.get(":id", use: show)
         group.delete(":id", use: end)
-        group.get(":id/events", use: events)
-        group.post(":id/samples", use: samples)
         group.post(":id/refresh", use: refresh)
         group.delete(":id/refresh", use: cancelRefresh)
         group.post(":id/load-more", use: loadMore)
@@ -61,21 +60,6 @@ struct SessionRoutes<Context: RequestContext>: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func samples(_ request: Request, context: Context) async throws -> Response {
-        let session = try session(context)
-        guard let body = try await RequestBodyReader.json(request, limit: configuration.maxBodyBytes) else {
-            throw APIError.malformedJSON("the body is empty")
-        }
-        let samples = try SampleDecoding.decode(body, maxCount: configuration.maxSamplesPerRequest)
-        let state = try session.applySamples(samples, now: .now)
-        return JSONResponse.make(.ok, request: request) { json in
-            json.beginObject()
-            json.key("state")
-            json.gestureState(state)
-            json.endObject()
-        }
-    }
-
     @Sendable func refresh(_ request: Request, context: Context) async throws -> Response {
         let id = try session(context).requestRefresh(now: .now)
         return actionAccepted(id, request: request)
@@ -94,20 +78,6 @@ struct SessionRoutes<Context: RequestContext>: Sendable {
             json.field("actionId", cancelled?.description)
             json.endObject()
         }
-    }
-
-    @Sendable func events(_ request: Request, context: Context) async throws -> Response {
-        let session = try session(context)
-        // The header is what EventSource sends on its own reconnects; the query parameter
-        // lets a client that opens a new EventSource resume too.
-        let given = request.headers[.lastEventID] ?? request.uri.queryParameters["lastEventId"].map(String.init)
-        let lastEventID = try given.map { (text) throws(APIError) -> UInt64 in
-            guard let id = UInt64(text.trimmingCharacters(in: .whitespaces)) else {
-                throw APIError.invalid("Last-Event-ID", "must be an event id received from this stream")
-            }
-            return id
-        }
-        return EventStream(session: session, configuration: configuration).response(request: request, lastEventID: lastEventID)
     }
 
     private func actionAccepted(_ id: ActionID, request: Request) -> Response {

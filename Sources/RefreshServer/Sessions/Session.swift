@@ -5,8 +5,8 @@ import Synchronization
 /// One list on one page: its gesture engine, its event log and the actions it runs.
 ///
 /// Everything mutable sits in one `Mutex`, held only for in-memory work (never across I/O
-/// or an `await`), so a sample goes route → engine → event log → stream doorbells on the
-/// request's own task, with no hop through an actor.
+/// or an `await`), so a sample goes route → engine → event log on the connection's event
+/// loop, and the streams are woken on theirs, with no task or actor in between.
 public final class Session: Sendable {
     public let id: String
     public let config: RefreshConfig
@@ -160,22 +160,17 @@ public final class Session: Sendable {
 
     // MARK: - Streams
 
-    struct Subscription {
-        let doorbell: Int
-        /// What to send first: the replay, or `nil` when the replay is impossible (gap).
-        let initial: [ServerEvent]
-        let cursor: UInt64
-    }
-
     /// Opens a stream. With `lastEventID`, the first events are the replay of what it missed
-    /// (a `reset` and a fresh state if they are gone); without, a state snapshot.
-    func subscribe(lastEventID: UInt64?, doorbell: AsyncStream<Void>.Continuation, now: ContinuousClock.Instant) -> Subscription? {
+    /// (a `reset` and a fresh state if they are gone); without, a state snapshot. `nil` when
+    /// the session has ended.
+    func subscribe(
+        _ listener: any EventListener, lastEventID: UInt64?, now: ContinuousClock.Instant
+    ) -> (initial: [ServerEvent], cursor: UInt64)? {
         mutate { state in
             guard !state.ended else { return nil }
             state.lastActive = now
-            let id = state.log.addDoorbell(doorbell)
-            let (initial, cursor) = catchUp(after: lastEventID, &state)
-            return Subscription(doorbell: id, initial: initial, cursor: cursor)
+            state.log.addListener(listener)
+            return catchUp(after: lastEventID, &state)
         }
     }
 
@@ -184,16 +179,16 @@ public final class Session: Sendable {
         mutate { state in catchUp(after: cursor, &state) }
     }
 
-    func unsubscribe(_ doorbell: Int, now: ContinuousClock.Instant) {
+    func unsubscribe(_ listener: any EventListener, now: ContinuousClock.Instant) {
         mutate { state in
-            state.log.removeDoorbell(doorbell)
+            state.log.removeListener(listener)
             state.lastActive = now
         }
     }
 
     /// Wakes idle streams so they send a keepalive comment.
-    func ringDoorbells() {
-        state.withLock { $0.log.ringDoorbells() }
+    func tick() {
+        state.withLock { $0.log.tick() }?.fire()
     }
 
     private func catchUp(after cursor: UInt64?, _ state: inout State) -> ([ServerEvent], UInt64) {
@@ -226,17 +221,19 @@ public final class Session: Sendable {
             state.ended = true
             for task in state.tasks.values { task.cancel() }
             state.tasks.removeAll()
-            state.log.closeAll()
         }
+        state.withLock { $0.log.closeAll() }?.fire()
     }
 
     // MARK: - Effects
 
-    /// Every change goes through here: the streams are woken once, after the change,
-    /// for all the events it appended.
+    /// Every change goes through here: the streams are woken once, after the change and
+    /// outside the lock, for all the events it appended.
     private func mutate<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
-        try state.withLock { (state) throws(Failure) -> Result in
-            defer { state.log.announce() }
+        var wakeup: Wakeup?
+        defer { wakeup?.fire() }
+        return try state.withLock { (state) throws(Failure) -> Result in
+            defer { wakeup = state.log.takeAnnouncement() }
             return try body(&state)
         }
     }

@@ -11,7 +11,7 @@ struct SessionMaintenance: Service {
             try await cancelWhenGracefulShutdown {
                 while true {
                     try await Task.sleep(for: keepaliveInterval)
-                    sessions.ringAllDoorbells()
+                    sessions.tick()
                     sessions.expireIdle()
                 }
             }

@@ -53,16 +53,9 @@ public final class SessionStore: Sendable {
         return expired.count
     }
 
-    func ringAllDoorbells() {
-        for session in sessions.withLock({ Array($0.values) }) { session.ringDoorbells() }
-    }
-
-    func endAll() {
-        let all = sessions.withLock { sessions in
-            defer { sessions.removeAll() }
-            return Array(sessions.values)
-        }
-        for session in all { session.end() }
+    /// The keepalive tick for every open stream.
+    func tick() {
+        for session in sessions.withLock({ Array($0.values) }) { session.tick() }
     }
 
     /// 128 random bits, hex: unguessable, so a session id is its own capability.

@@ -1,0 +1,94 @@
+import HTTPTypes
+import Logging
+import NIOCore
+
+/// The two requests on the gesture's path, answered on the connection's event loop
+/// without a task: posting samples, and opening the event stream. Thin like every route:
+/// decode, call the session, encode.
+struct HotRoutes: Sendable {
+    enum Route: Equatable {
+        case samples(session: String)
+        case events(session: String)
+    }
+
+    let sessions: SessionStore
+    let configuration: ServerConfiguration
+    let logger: Logger
+
+    /// `POST /api/sessions/{id}/samples` and `GET /api/sessions/{id}/events`; anything else
+    /// is Hummingbird's.
+    func match(_ head: HTTPRequest) -> Route? {
+        guard head.method == .post || head.method == .get, var path = head.path?.utf8[...] else { return nil }
+        if let query = path.firstIndex(of: UInt8(ascii: "?")) { path = path[..<query] }
+        let prefix = "/api/sessions/".utf8
+        guard path.starts(with: prefix) else { return nil }
+        let rest = path.dropFirst(prefix.count)
+        guard let slash = rest.firstIndex(of: UInt8(ascii: "/")) else { return nil }
+        let id = String(Substring(rest[..<slash]))
+        switch (head.method, Substring(rest[rest.index(after: slash)...])) {
+        case (.post, "samples"): return .samples(session: id)
+        case (.get, "events"): return .events(session: id)
+        default: return nil
+        }
+    }
+
+    /// The samples POST: applied in `seq` order; answers the resulting state, or the error.
+    func samples(_ head: HTTPRequest, session id: String, body: ByteBuffer) -> JSONPayload {
+        let acceptsGzip = Gzip.accepted(by: head)
+        do {
+            let session = try sessions.session(id)
+            let json = try JSONValue.parseBody(Array(body.readableBytesView))
+            let samples = try SampleDecoding.decode(json, maxCount: configuration.maxSamplesPerRequest)
+            let state = try session.applySamples(samples, now: .now)
+            return JSONResponse.payload(.ok, acceptsGzip: acceptsGzip) { json in
+                json.beginObject()
+                json.key("state")
+                json.gestureState(state)
+                json.endObject()
+            }
+        } catch {
+            return refusal(error, head)
+        }
+    }
+
+    /// The session and resume point of an event stream request.
+    func eventStreamRequest(_ head: HTTPRequest, session id: String) throws(APIError) -> (Session, lastEventID: UInt64?) {
+        let session = try sessions.session(id)
+        // The header is what EventSource sends on its own reconnects; the query parameter
+        // lets a client that opens a new EventSource resume too.
+        guard let given = head.headerFields[.lastEventID] ?? Self.queryValue("lastEventId", in: head.path ?? "") else {
+            return (session, nil)
+        }
+        guard let id = UInt64(given.trimmingCharacters(in: .whitespaces)) else {
+            throw APIError.invalid("Last-Event-ID", "must be an event id received from this stream")
+        }
+        return (session, id)
+    }
+
+    /// The JSON error answer, logged on one line like every refusal.
+    func refusal(_ error: any Error, _ head: HTTPRequest) -> JSONPayload {
+        let error = error as? APIError
+            ?? APIError(.internalServerError, "internal_error", "The server failed; the error is logged.")
+        if error.status == .internalServerError {
+            logger.error("\(head.method) \(head.path ?? "") failed: \(error)")
+        } else {
+            error.logRefusal(method: head.method, path: Self.pathWithoutQuery(head.path ?? ""), logger: logger)
+        }
+        return JSONResponse.errorPayload(error, acceptsGzip: Gzip.accepted(by: head))
+    }
+
+    static func pathWithoutQuery(_ path: String) -> String {
+        String(path.prefix { $0 != "?" })
+    }
+
+    private static func queryValue(_ name: String, in path: String) -> String? {
+        guard let query = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return nil }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            if parts.first == Substring(name) {
+                return parts.count > 1 ? String(parts[1]).removingPercentEncoding ?? String(parts[1]) : ""
+            }
+        }
+        return nil
+    }
+}
