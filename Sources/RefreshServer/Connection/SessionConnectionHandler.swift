@@ -1,5 +1,6 @@
 import HTTPTypes
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 
 /// Sits in every HTTP connection's pipeline in front of Hummingbird and answers the
@@ -31,6 +32,9 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     private let routes: HotRoutes
     private var state = State.idle
     private var context: ChannelHandlerContext?
+    /// The HTTP encoder's context: what is written from it goes straight to the socket. An
+    /// event stream's body is written there, as chunks framed once for all streams.
+    private var socket: ChannelHandlerContext?
     /// Responses Hummingbird still owes for requests passed to it.
     private var responsesOwed = 0
     /// Parts that must wait until Hummingbird has answered, in arrival order.
@@ -49,11 +53,13 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        socket = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         stopStreaming()
         self.context = nil
+        socket = nil
     }
 
     // MARK: - Requests
@@ -147,6 +153,7 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
 
     private func openStream(_ head: HTTPRequest, session id: String, context: ChannelHandlerContext) {
         do {
+            guard let socket else { throw APIError(.internalServerError, "internal_error", "No HTTP encoder in the pipeline.") }
             let (session, lastEventID) = try routes.eventStreamRequest(head, session: id)
             let listener = StreamListener(handler: self, eventLoop: context.eventLoop)
             guard let (stream, response, opening) = try EventStream.open(
@@ -157,7 +164,7 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             var headers = response.headerFields
             headers[.server] = "refresh-server"
             context.write(wrapOutboundOut(.head(HTTPResponse(status: response.status, headerFields: headers))), promise: nil)
-            send(opening, context: context)
+            socket.writeAndFlush(NIOAny(opening), promise: nil)
         } catch {
             respond(routes.refusal(error, head), to: head, context: context)
         }
@@ -176,25 +183,19 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             return
         }
         do {
-            let buffers = try stream.woken(reason, replay: &replay)
+            let chunk = try stream.woken(reason, replay: &replay)
             state = .streaming(stream)
-            send(buffers, context: context)
+            if let chunk { socket?.writeAndFlush(NIOAny(chunk), promise: nil) }
         } catch {
             endStream(close: true, context: context)
         }
-    }
-
-    private func send(_ buffers: [ByteBuffer], context: ChannelHandlerContext) {
-        guard !buffers.isEmpty else { return }
-        for buffer in buffers { context.write(wrapOutboundOut(.body(buffer)), promise: nil) }
-        context.flush()
     }
 
     /// Ends the response cleanly: the gzip trailer, the last chunk.
     private func endStream(close: Bool, context: ChannelHandlerContext) {
         guard case .streaming(let stream) = state else { return }
         stopStreaming()
-        if let trailer = try? stream.finish() { context.write(wrapOutboundOut(.body(trailer)), promise: nil) }
+        if let trailer = try? stream.finish() { socket?.write(NIOAny(trailer), promise: nil) }
         let ended = context.writeAndFlush(wrapOutboundOut(.end(nil)))
         if close { ended.assumeIsolated().whenComplete { _ in context.close(promise: nil) } }
     }

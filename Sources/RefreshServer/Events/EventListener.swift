@@ -1,78 +1,118 @@
 import NIOCore
+import Synchronization
 
 /// An open event stream as a session's log sees it: an object that lives on one event loop
-/// and is woken there, by a task the log schedules, when it has something to send.
+/// and is woken there when it has something to send.
 ///
-/// Streams are woken per event loop, not one by one: an event for ten thousand streams
-/// costs one task per loop, and each stream then writes the shared frames itself.
+/// Streams are woken per event loop, not one by one: news for ten thousand streams costs
+/// one task per loop, and every stream then writes the same framed bytes.
 protocol EventListener: AnyObject, Sendable {
     var eventLoop: any EventLoop { get }
     /// On `eventLoop`. `replay` is shared by the streams woken together, so the events
-    /// after a common cursor are looked up once for all of them.
+    /// after a common cursor are looked up, joined and framed once for all of them.
     func wake(_ reason: Wakeup.Reason, replay: inout ReplayCache)
 }
 
 /// The last lookup of "events after this cursor" in one wake-up round.
 struct ReplayCache {
-    private var cursor: UInt64?
-    private var answer: (events: [ServerEvent], cursor: UInt64) = ([], 0)
+    struct Answer {
+        var events: [ServerEvent]
+        var cursor: UInt64
+        /// The events' frames as one HTTP chunk, ready for the socket.
+        var chunk: ByteBuffer?
+    }
 
-    mutating func events(
-        after cursor: UInt64, lookup: (UInt64) -> (events: [ServerEvent], cursor: UInt64)
-    ) -> (events: [ServerEvent], cursor: UInt64) {
+    private var cursor: UInt64?
+    private var answer = Answer(events: [], cursor: 0)
+
+    mutating func events(after cursor: UInt64, lookup: (UInt64) -> (events: [ServerEvent], cursor: UInt64)) -> Answer {
         if cursor != self.cursor {
-            answer = lookup(cursor)
+            let (events, next) = lookup(cursor)
+            answer = Answer(events: events, cursor: next, chunk: events.isEmpty ? nil : HTTPChunk.frame(events.map(\.frame)))
             self.cursor = cursor
         }
         return answer
     }
 }
 
-/// The open streams of one session, grouped by the event loop each lives on.
-struct ListenerGroups: Sendable {
-    private struct Group: Sendable {
-        let loop: any EventLoop
-        var members: [any EventListener] = []
-        var positions: [ObjectIdentifier: Int] = [:]
+/// The open streams of one event loop, for one session. Its member list is read by the
+/// wake-up task, so it sits in its own lock, changed only under the session's.
+final class LoopListeners: Sendable {
+    let loop: any EventLoop
+    let members = Mutex<[any EventListener]>([])
+    /// A news wake-up is queued on `loop` and has not started: another can join it.
+    let newsQueued = Atomic<Bool>(false)
+
+    init(loop: any EventLoop) {
+        self.loop = loop
     }
 
-    private var groups: [Group] = []
-    private(set) var count = 0
+    /// Wakes the current members on `loop`, in this call when already there.
+    func wake(_ reason: Wakeup.Reason) {
+        if loop.inEventLoop {
+            wakeMembers(reason)
+        } else if reason != .news || !newsQueued.exchange(true, ordering: .acquiringAndReleasing) {
+            loop.execute { [self] in
+                // Cleared before reading the log: news appended from here on queues a new wake.
+                if reason == .news { newsQueued.store(false, ordering: .releasing) }
+                wakeMembers(reason)
+            }
+        }
+    }
+
+    private func wakeMembers(_ reason: Wakeup.Reason) {
+        var replay = ReplayCache()
+        for member in members.withLock({ $0 }) { member.wake(reason, replay: &replay) }
+    }
+}
+
+/// The open streams of one session, grouped by the event loop each lives on.
+struct ListenerGroups: Sendable {
+    private var groups: [LoopListeners] = []
+    /// Each listener's index in its group's member list.
+    private var positions: [ObjectIdentifier: Int] = [:]
+
+    var count: Int { positions.count }
 
     mutating func insert(_ listener: any EventListener) {
         let loop = listener.eventLoop
-        let index = groups.firstIndex { $0.loop === loop } ?? {
-            groups.append(Group(loop: loop))
-            return groups.count - 1
+        let group = groups.first { $0.loop === loop } ?? {
+            let group = LoopListeners(loop: loop)
+            groups.append(group)
+            return group
         }()
-        groups[index].positions[ObjectIdentifier(listener)] = groups[index].members.count
-        groups[index].members.append(listener)
-        count += 1
+        positions[ObjectIdentifier(listener)] = group.members.withLock { members in
+            members.append(listener)
+            return members.count - 1
+        }
     }
 
     /// Removes in O(1): the last member takes the leaver's place.
     mutating func remove(_ listener: any EventListener) {
-        let key = ObjectIdentifier(listener)
-        guard let index = groups.firstIndex(where: { $0.loop === listener.eventLoop }),
-            let position = groups[index].positions.removeValue(forKey: key)
+        guard let position = positions.removeValue(forKey: ObjectIdentifier(listener)),
+            let index = groups.firstIndex(where: { $0.loop === listener.eventLoop })
         else { return }
-        let last = groups[index].members.removeLast()
-        if position < groups[index].members.count {
-            groups[index].members[position] = last
-            groups[index].positions[ObjectIdentifier(last)] = position
+        let (moved, empty) = groups[index].members.withLock { members in
+            let last = members.removeLast()
+            guard position < members.count else { return (nil as (any EventListener)?, members.isEmpty) }
+            members[position] = last
+            return (last, false)
         }
-        if groups[index].members.isEmpty { groups.remove(at: index) }
-        count -= 1
+        if let moved { positions[ObjectIdentifier(moved)] = position }
+        if empty { groups.remove(at: index) }
     }
 
-    mutating func removeAll() {
-        groups.removeAll()
-        count = 0
+    mutating func removeAll() -> [LoopListeners] {
+        defer {
+            groups = []
+            positions = [:]
+        }
+        return groups
     }
 
     /// The wake-up of every stream, to be fired once the session's lock is released.
     func wakeup(_ reason: Wakeup.Reason) -> Wakeup? {
-        groups.isEmpty ? nil : Wakeup(reason: reason, groups: groups.map { ($0.loop, $0.members) })
+        groups.isEmpty ? nil : Wakeup(reason: reason, groups: groups)
     }
 }
 
@@ -88,14 +128,25 @@ struct Wakeup: Sendable {
     }
 
     let reason: Reason
-    let groups: [(loop: any EventLoop, members: [any EventListener])]
+    let groups: [LoopListeners]
 
+    /// Streams on the calling event loop are woken at once, before the caller goes on: a
+    /// sample's state event is written before the POST that caused it is answered.
     func fire() {
-        for group in groups {
-            group.loop.execute { [reason] in
-                var replay = ReplayCache()
-                for member in group.members { member.wake(reason, replay: &replay) }
-            }
-        }
+        for group in groups { group.wake(reason) }
+    }
+}
+
+/// HTTP/1.1 chunked framing, done once for bytes many streams send.
+enum HTTPChunk {
+    static func frame(_ parts: [ByteBuffer]) -> ByteBuffer {
+        let size = parts.reduce(0) { $0 + $1.readableBytes }
+        let header = String(size, radix: 16)
+        var chunk = ByteBufferAllocator().buffer(capacity: header.utf8.count + size + 4)
+        chunk.writeString(header)
+        chunk.writeStaticString("\r\n")
+        for part in parts { chunk.writeImmutableBuffer(part) }
+        chunk.writeStaticString("\r\n")
+        return chunk
     }
 }

@@ -98,7 +98,7 @@ struct EventLog: Sendable {
 
     /// Ends every stream (session ended, server stopping).
     mutating func closeAll() -> Wakeup? {
-        defer { listeners.removeAll() }
-        return listeners.wakeup(.sessionEnded)
+        let groups = listeners.removeAll()
+        return groups.isEmpty ? nil : Wakeup(reason: .sessionEnded, groups: groups)
     }
 }

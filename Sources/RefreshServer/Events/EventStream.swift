@@ -2,9 +2,9 @@ import HTTPTypes
 import NIOCore
 
 /// One open `text/event-stream` response: its place in the session's log, its gzip stream,
-/// and when it last wrote. It lives on its connection's event loop and turns wake-ups
-/// into the bytes to write: the log's shared frames (compressed per connection if asked),
-/// or a keepalive comment on a quiet stream.
+/// and when it last wrote. It lives on its connection's event loop and turns wake-ups into
+/// HTTP chunks ready for the socket: the chunk of the log's frames that every plain stream
+/// at the same place shares, a per-connection gzip block, or a keepalive comment.
 struct EventStream {
     let session: Session
     let listener: any EventListener
@@ -13,11 +13,11 @@ struct EventStream {
     private var lastWrite: ContinuousClock.Instant
     private let quietEnough: Duration
 
-    /// The response head and first bytes (the `retry:` line and the catch-up), or `nil`
-    /// when the session ended meanwhile.
+    /// The response head and the first chunk (the `retry:` line and the catch-up), or
+    /// `nil` when the session ended meanwhile.
     static func open(
         session: Session, listener: any EventListener, lastEventID: UInt64?, gzip: Bool, configuration: ServerConfiguration
-    ) throws -> (stream: EventStream, head: HTTPResponse, opening: [ByteBuffer])? {
+    ) throws -> (stream: EventStream, head: HTTPResponse, opening: ByteBuffer)? {
         let gzip = try gzip ? GzipStream() : nil
         guard let (initial, cursor) = session.subscribe(listener, lastEventID: lastEventID, now: .now) else { return nil }
         var headers: HTTPFields = [
@@ -25,6 +25,8 @@ struct EventStream {
             .cacheControl: "no-store",
             .accelBuffering: "no",
             .vary: "Accept-Encoding",
+            // The body is written as ready-made chunks, so say so rather than rely on a default.
+            .transferEncoding: "chunked",
         ]
         if gzip != nil { headers[.contentEncoding] = "gzip" }
         var stream = EventStream(
@@ -33,34 +35,42 @@ struct EventStream {
             // least half the interval needs a comment.
             lastWrite: .now, quietEnough: configuration.keepaliveInterval / 2)
         let retry = ByteBuffer(string: "retry: \(configuration.reconnectDelayMilliseconds)\n\n")
-        let opening = try stream.encode([retry] + initial.map(\.frame))
+        let opening = try stream.chunk([retry] + initial.map(\.frame))
         return (stream, HTTPResponse(status: .ok, headerFields: headers), opening)
     }
 
-    /// What a wake-up has to write; empty when there is nothing.
-    mutating func woken(_ reason: Wakeup.Reason, replay: inout ReplayCache) throws -> [ByteBuffer] {
-        let (events, next) = replay.events(after: cursor) { [session] in session.events(after: $0) }
-        cursor = next
-        if !events.isEmpty { return try encode(events.map(\.frame)) }
-        if reason == .tick, ContinuousClock.now - lastWrite >= quietEnough { return try encode([Self.keepalive]) }
-        return []
+    /// The chunk a wake-up has to write, if any.
+    mutating func woken(_ reason: Wakeup.Reason, replay: inout ReplayCache) throws -> ByteBuffer? {
+        let answer = replay.events(after: cursor) { [session] in session.events(after: $0) }
+        cursor = answer.cursor
+        if let shared = answer.chunk {
+            guard gzip != nil else {
+                lastWrite = .now
+                return shared
+            }
+            return try chunk(answer.events.map(\.frame))
+        }
+        if reason == .tick, ContinuousClock.now - lastWrite >= quietEnough {
+            lastWrite = .now
+            return gzip == nil ? Self.keepaliveChunk : try chunk([Self.keepalive])
+        }
+        return nil
     }
 
-    /// The last bytes of the response body: the gzip trailer, if any.
+    /// The gzip trailer, ending the compressed body cleanly, as a chunk.
     func finish() throws -> ByteBuffer? {
-        try gzip?.finish()
+        try gzip.map { HTTPChunk.frame([try $0.finish()]) }
     }
 
-    /// Plain frames go out as they are, shared with every other stream; gzip compresses
-    /// them together into one flushed block.
-    private mutating func encode(_ frames: [ByteBuffer]) throws -> [ByteBuffer] {
+    private mutating func chunk(_ frames: [ByteBuffer]) throws -> ByteBuffer {
         lastWrite = .now
-        guard let gzip else { return frames }
-        if frames.count == 1 { return [try gzip.compress(frames[0])] }
+        guard let gzip else { return HTTPChunk.frame(frames) }
+        if frames.count == 1 { return HTTPChunk.frame([try gzip.compress(frames[0])]) }
         var joined = ByteBufferAllocator().buffer(capacity: frames.reduce(0) { $0 + $1.readableBytes })
         for var frame in frames { joined.writeBuffer(&frame) }
-        return [try gzip.compress(joined)]
+        return HTTPChunk.frame([try gzip.compress(joined)])
     }
 
     static let keepalive = ByteBuffer(string: ": keepalive\n\n")
+    static let keepaliveChunk = HTTPChunk.frame([keepalive])
 }
