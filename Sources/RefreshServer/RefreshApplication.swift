@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
+import NIOPosix
 
 /// Builds the whole server from its configuration: routes, middleware, background upkeep.
 /// Embed it in another app, or run it with `refresh-server`.
@@ -49,6 +50,7 @@ public enum RefreshApplication {
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "refresh-server"),
             services: [SessionMaintenance(sessions: sessions, keepaliveInterval: configuration.keepaliveInterval)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+            eventLoopGroupProvider: configuration.eventLoops.map { .shared(MultiThreadedEventLoopGroup(numberOfThreads: $0)) } ?? .singleton,
             logger: logger)
     }
 

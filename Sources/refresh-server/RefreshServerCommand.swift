@@ -69,6 +69,9 @@ struct RefreshServerCommand: AsyncParsableCommand {
     @Option(help: "Seconds an upstream download may take.")
     var feedTimeout = 20.0
 
+    @Option(help: "Threads serving connections (default: one per CPU core). One keeps a sample and the streams it updates on the same thread.")
+    var eventLoops: Int?
+
     @Flag(inversion: .prefixedNo, help: "Seed an empty store with example items (default: on when no --feed is given).")
     var demo: Bool?
 
@@ -85,6 +88,7 @@ struct RefreshServerCommand: AsyncParsableCommand {
         where !(value > 0 && value.isFinite) {
             throw ValidationError("\(name) must be a positive number.")
         }
+        if let eventLoops, !(1...256).contains(eventLoops) { throw ValidationError("--event-loops must be from 1 to 256.") }
         guard minRefreshMs >= 0 else { throw ValidationError("--min-refresh-ms must not be negative.") }
     }
 
@@ -111,6 +115,7 @@ struct RefreshServerCommand: AsyncParsableCommand {
         configuration.maxFeedBytes = maxFeedBytes
         configuration.feedTimeout = .milliseconds(Int64(feedTimeout * 1000))
         configuration.demo = demo
+        configuration.eventLoops = eventLoops
 
         let host = self.host
         let app = try RefreshApplication.build(configuration: configuration, logger: logger) { port in

@@ -11,6 +11,11 @@ public struct ServerConfiguration: Sendable {
     /// open when listening on loopback only, and refused otherwise.
     public var publishToken: String?
 
+    /// Threads serving connections; `nil` is one per CPU core. Samples and event streams are
+    /// answered on these threads, so with one, a sample and the streams it updates never
+    /// wait for another thread to wake.
+    public var eventLoops: Int?
+
     /// Largest request body accepted (413 beyond).
     public var maxBodyBytes = 64 * 1024
     /// Samples accepted in one request (429 beyond).

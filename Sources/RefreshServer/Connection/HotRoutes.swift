@@ -4,8 +4,8 @@ import NIOCore
 
 /// The two requests on the gesture's path, answered on the connection's event loop
 /// without a task: posting samples, and opening the event stream. Thin like every route:
-/// decode, call the session, encode.
-struct HotRoutes: Sendable {
+/// decode, call the session, encode. One instance serves every connection.
+final class HotRoutes: Sendable {
     enum Route: Equatable {
         case samples(session: String)
         case events(session: String)
@@ -14,6 +14,12 @@ struct HotRoutes: Sendable {
     let sessions: SessionStore
     let configuration: ServerConfiguration
     let logger: Logger
+
+    init(sessions: SessionStore, configuration: ServerConfiguration, logger: Logger) {
+        self.sessions = sessions
+        self.configuration = configuration
+        self.logger = logger
+    }
 
     /// `POST /api/sessions/{id}/samples` and `GET /api/sessions/{id}/events`; anything else
     /// is Hummingbird's.

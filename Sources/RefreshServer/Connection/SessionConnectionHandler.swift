@@ -37,8 +37,9 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     private var socket: ChannelHandlerContext?
     /// Responses Hummingbird still owes for requests passed to it.
     private var responsesOwed = 0
-    /// Parts that must wait until Hummingbird has answered, in arrival order.
-    private var waiting = CircularBuffer<HTTPRequestPart>()
+    /// Parts that must wait until Hummingbird has answered, in arrival order. Rarely used
+    /// (only by pipelining clients), so an array: an empty one costs nothing per connection.
+    private var waiting: [HTTPRequestPart] = []
     /// The server is stopping: end what runs, then close.
     private var quiescing = false
     /// A stream found the connection full; it writes again once the connection drains.
