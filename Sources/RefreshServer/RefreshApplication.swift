@@ -2,10 +2,15 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
+import ServiceLifecycle
 
 /// Builds the whole server from its configuration: routes, middleware, background upkeep.
 /// Embed it in another app, or run it with `refresh-server`.
 public enum RefreshApplication {
+    /// The server as a `ServiceGroup` of its listener and its upkeep: `run()` it (inside
+    /// another group, or with `ServiceGroup(… gracefulShutdownSignals: [.sigterm])`), and
+    /// `triggerGracefulShutdown()` to stop it cleanly.
+    ///
     /// - Parameters:
     ///   - feed: where items come from; by default the SQLite store of `configuration.database`,
     ///     pulling `configuration.feeds`, seeded with demo items on first start if configured.
@@ -15,7 +20,7 @@ public enum RefreshApplication {
         feed: (any FeedSource)? = nil,
         logger: Logger = Logger(label: "refresh-server"),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) throws -> some ApplicationProtocol {
+    ) throws -> ServiceGroup {
         let feed = try feed ?? defaultFeed(configuration)
         let runner = ActionRunner(feed: feed, configuration: configuration)
         let sessions = SessionStore(runner: runner, limits: configuration)
@@ -43,15 +48,18 @@ public enum RefreshApplication {
         router.head("/", use: serveFile)
         router.head("**", use: serveFile)
 
-        let hotRoutes = HotRoutes(sessions: sessions, configuration: configuration, logger: logger)
-        return Application(
-            router: router,
-            server: .http1(configuration: .init(additionalChannelHandlers: [SessionConnectionHandler(routes: hotRoutes)])),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "refresh-server"),
-            services: [SessionMaintenance(sessions: sessions, keepaliveInterval: configuration.keepaliveInterval)],
-            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
-            eventLoopGroupProvider: configuration.eventLoops.map { .shared(MultiThreadedEventLoopGroup(numberOfThreads: $0)) } ?? .singleton,
-            logger: logger)
+        let responder = router.buildResponder()
+        let group: any EventLoopGroup = configuration.eventLoops.map { MultiThreadedEventLoopGroup(numberOfThreads: $0) }
+            ?? MultiThreadedEventLoopGroup.singleton
+        let routes = HotRoutes(sessions: sessions, configuration: configuration, logger: logger) { request, channel in
+            let context = BasicRequestContext(source: .init(channel: channel, logger: logger))
+            return try await responder.respond(to: request, context: context)
+        }
+        let server = HTTPServer(
+            host: configuration.host, port: configuration.port, group: group,
+            makeHandler: { SessionConnectionHandler(routes: routes) }, onServerRunning: onServerRunning)
+        let maintenance = SessionMaintenance(sessions: sessions, keepaliveInterval: configuration.keepaliveInterval)
+        return ServiceGroup(configuration: .init(services: [maintenance, server], logger: logger))
     }
 
     static func defaultFeed(_ configuration: ServerConfiguration) throws -> SQLiteFeed {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Logging
+import ServiceLifecycle
 import RefreshServer
 
 #if canImport(Glibc)
@@ -123,7 +124,7 @@ struct RefreshServerCommand: AsyncParsableCommand {
             print("refresh-server listening on http://\(shown):\(port)")
             fflush(nil)
         }
-        try await app.runService()
+        try await ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
     }
 }
 

@@ -1,11 +1,15 @@
 import HTTPTypes
+import Hummingbird
 import Logging
 import NIOCore
 
-/// The two requests on the gesture's path, answered on the connection's event loop
-/// without a task: posting samples, and opening the event stream. Thin like every route:
-/// decode, call the session, encode. One instance serves every connection.
+/// What a connection answers: the two requests on the gesture's path on its event loop,
+/// without a task (posting samples, opening the event stream), and everything else through
+/// the router. Thin like every route: decode, call the session, encode. One instance
+/// serves every connection.
 final class HotRoutes: Sendable {
+    typealias Router = @Sendable (Request, any Channel) async throws -> Response
+
     enum Route: Equatable {
         case samples(session: String)
         case events(session: String)
@@ -14,11 +18,26 @@ final class HotRoutes: Sendable {
     let sessions: SessionStore
     let configuration: ServerConfiguration
     let logger: Logger
+    private let router: Router
 
-    init(sessions: SessionStore, configuration: ServerConfiguration, logger: Logger) {
+    init(sessions: SessionStore, configuration: ServerConfiguration, logger: Logger, router: @escaping Router) {
         self.sessions = sessions
         self.configuration = configuration
         self.logger = logger
+        self.router = router
+    }
+
+    /// Any other request, answered by the router on a task of its own.
+    func route(_ head: HTTPRequest, body: ByteBuffer, channel: any Channel) async -> Response {
+        var response: Response
+        do {
+            response = try await router(Request(head: head, body: RequestBody(buffer: body)), channel)
+        } catch {
+            response = Response(refusal(error, head))
+        }
+        response.headers[.date] = HTTPDate.now()
+        response.headers[.server] = "refresh-server"
+        return response
     }
 
     /// `POST /api/sessions/{id}/samples` and `GET /api/sessions/{id}/events`; anything else

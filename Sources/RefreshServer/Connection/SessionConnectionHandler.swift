@@ -1,28 +1,31 @@
 import HTTPTypes
+import Hummingbird
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 
-/// Sits in every HTTP connection's pipeline in front of Hummingbird and answers the
-/// ``HotRoutes`` itself, on the event loop: a sample goes from the socket through the
-/// engine to the streams' event loops without a task, and an open event stream is this
-/// handler writing the log's shared frames, not a task per stream.
+/// The application end of every HTTP connection. It answers the ``HotRoutes`` itself, on
+/// the event loop: a sample goes from the socket through the engine to the streams' event
+/// loops without a task, and an open event stream is this handler writing the log's shared
+/// chunks. Any other request is collected and answered by the router on a task of its own,
+/// which writes back through ``RoutedResponseWriter``.
 ///
-/// Everything else is passed on to Hummingbird's router. Responses keep request order:
-/// a hot request that arrives while Hummingbird still owes a response waits for it.
+/// One request is answered at a time, in order: what a pipelining client sends meanwhile
+/// waits in `waiting`.
 final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
     private enum State {
-        /// Between requests (Hummingbird may still be answering ones it was passed).
+        /// Between requests.
         case idle
-        /// Passing the current request's parts to Hummingbird.
-        case forwarding
         /// Collecting a samples POST body.
         case readingSamples(HTTPRequest, session: String, body: ByteBuffer)
+        /// Collecting the body of a request for the router.
+        case readingRouted(HTTPRequest, body: ByteBuffer)
+        /// The router is answering; nothing else is read until it has.
+        case routing(keepAlive: Bool)
         /// Dropping the rest of a request already answered (413).
         case discarding
         /// Streaming events: nothing more is read from this connection.
@@ -35,13 +38,11 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     /// The HTTP encoder's context: what is written from it goes straight to the socket. An
     /// event stream's body is written there, as chunks framed once for all streams.
     private var socket: ChannelHandlerContext?
-    /// Responses Hummingbird still owes for requests passed to it.
-    private var responsesOwed = 0
-    /// Parts that must wait until Hummingbird has answered, in arrival order. Rarely used
-    /// (only by pipelining clients), so an array: an empty one costs nothing per connection.
+    /// Parts that arrived while a request was being answered, in order. Rarely used (only
+    /// by pipelining clients), so an array: an empty one costs nothing per connection.
     private var waiting: [HTTPRequestPart] = []
-    /// The server is stopping: end what runs, then close.
-    private var quiescing = false
+    /// The server is stopping, or the client said it sends nothing more: close once idle.
+    private var closeWhenIdle = false
     /// A stream found the connection full; it writes again once the connection drains.
     private var streamWaitsForWritability = false
 
@@ -67,76 +68,66 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = unwrapInboundIn(data)
-        if waiting.isEmpty, !mustWait(part) {
+        if waiting.isEmpty, !isBusy {
             handle(part, context: context)
-            return
-        }
-        guard waiting.count < Self.maxWaitingParts else {
+        } else if waiting.count < Self.maxWaitingParts {
+            waiting.append(part)
+        } else {
             context.close(promise: nil)
-            return
         }
-        waiting.append(part)
     }
 
-    /// A hot request's answer must not overtake the response Hummingbird is writing.
-    private func mustWait(_ part: HTTPRequestPart) -> Bool {
-        guard responsesOwed > 0, case .idle = state, case .head(let head) = part else { return false }
-        return routes.match(head) != nil
-    }
-
-    private func handleWaitingParts(context: ChannelHandlerContext) {
-        while let part = waiting.first, !mustWait(part) {
-            waiting.removeFirst()
-            handle(part, context: context)
-        }
+    private var isBusy: Bool {
+        if case .routing = state { return true }
+        return false
     }
 
     private func handle(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
+        let limit = routes.configuration.maxBodyBytes
         switch (state, part) {
         case (.idle, .head(let head)):
-            switch routes.match(head) {
-            case .samples(let session):
-                if let length = head.headerFields[.contentLength].flatMap(Int.init), length > routes.configuration.maxBodyBytes {
-                    refuseBody(head, context: context)
-                } else {
-                    state = .readingSamples(head, session: session, body: context.channel.allocator.buffer(capacity: 0))
-                }
-            case .events(let session):
-                openStream(head, session: session, context: context)
-            case nil:
-                responsesOwed += 1
-                state = .forwarding
-                context.fireChannelRead(wrapInboundOut(part))
-            }
-        case (.forwarding, _):
-            if case .end = part { state = .idle }
-            context.fireChannelRead(wrapInboundOut(part))
-        case (.readingSamples(let head, let session, var body), .body(var chunk)):
-            state = .idle  // let `body` be the buffer's only owner while it grows
-            guard body.readableBytes + chunk.readableBytes <= routes.configuration.maxBodyBytes else {
+            if let length = head.headerFields[.contentLength].flatMap(Int.init), length > limit {
                 refuseBody(head, context: context)
                 return
             }
+            let empty = context.channel.allocator.buffer(capacity: 0)
+            switch routes.match(head) {
+            case .samples(let session): state = .readingSamples(head, session: session, body: empty)
+            case .events(let session): openStream(head, session: session, context: context)
+            case nil: state = .readingRouted(head, body: empty)
+            }
+        case (.readingSamples(let head, let session, var body), .body(var chunk)):
+            state = .idle  // `body` is then the buffer's only owner while it grows
+            guard body.readableBytes + chunk.readableBytes <= limit else { return refuseBody(head, context: context) }
             body.writeBuffer(&chunk)
             state = .readingSamples(head, session: session, body: body)
+        case (.readingRouted(let head, var body), .body(var chunk)):
+            state = .idle
+            guard body.readableBytes + chunk.readableBytes <= limit else { return refuseBody(head, context: context) }
+            body.writeBuffer(&chunk)
+            state = .readingRouted(head, body: body)
         case (.readingSamples(let head, let session, let body), .end):
             state = .idle
             respond(routes.samples(head, session: session, body: body), to: head, context: context)
+        case (.readingRouted(let head, let body), .end):
+            route(head, body: body, context: context)
         case (.discarding, .end):
             state = .idle
-        case (.discarding, _), (.streaming, _), (.idle, _), (.readingSamples, .head):
+            closeIfAsked(context: context)
+        case (.discarding, _), (.streaming, _), (.idle, _), (.routing, _), (.readingSamples, .head), (.readingRouted, .head):
             break
         }
     }
 
     /// 413 at once, without keeping the rest, which is read and dropped.
     private func refuseBody(_ head: HTTPRequest, context: ChannelHandlerContext) {
+        let payload = routes.refusal(APIError.bodyTooLarge(limit: routes.configuration.maxBodyBytes), head)
         state = .discarding
-        respond(routes.refusal(APIError.bodyTooLarge(limit: routes.configuration.maxBodyBytes), head), to: head, context: context)
+        write(payload, close: Self.wantsClose(head), context: context)
     }
 
     private func respond(_ payload: JSONPayload, to head: HTTPRequest, context: ChannelHandlerContext) {
-        let close = quiescing || head.headerFields[.connection]?.lowercased() == "close"
+        let close = closeWhenIdle || Self.wantsClose(head)
         write(payload, close: close, context: context)
         if close { context.close(promise: nil) }
     }
@@ -144,10 +135,57 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     private func write(_ payload: JSONPayload, close: Bool, context: ChannelHandlerContext) {
         var headers = payload.headers
         headers[.server] = "refresh-server"
+        headers[.date] = HTTPDate.now()
         if close { headers[.connection] = "close" }
         context.write(wrapOutboundOut(.head(HTTPResponse(status: payload.status, headerFields: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(payload.body)), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    private static func wantsClose(_ head: HTTPRequest) -> Bool {
+        head.headerFields[.connection]?.lowercased() == "close"
+    }
+
+    // MARK: - Routed requests
+
+    private func route(_ head: HTTPRequest, body: ByteBuffer, context: ChannelHandlerContext) {
+        state = .routing(keepAlive: !Self.wantsClose(head))
+        let writer = RoutedResponseWriter(handler: NIOLoopBound(self, eventLoop: context.eventLoop), eventLoop: context.eventLoop)
+        let channel = context.channel
+        Task { [routes] in
+            let response = await routes.route(head, body: body, channel: channel)
+            await writer.send(response)
+        }
+    }
+
+    /// On this event loop: parts of the router's response, in order.
+    fileprivate func writeRouted(_ parts: [HTTPResponsePart]) -> EventLoopFuture<Void>? {
+        guard case .routing(let keepAlive) = state, let context else { return nil }
+        var written: EventLoopFuture<Void>?
+        for part in parts {
+            var part = part
+            if case .head(var head) = part, !keepAlive || closeWhenIdle {
+                head.headerFields[.connection] = "close"
+                part = .head(head)
+            }
+            written = context.write(wrapOutboundOut(part))
+        }
+        context.flush()
+        return written
+    }
+
+    /// On this event loop: the router's response is complete, or it failed half-way.
+    fileprivate func routedResponseEnded(completely: Bool) {
+        guard case .routing(let keepAlive) = state, let context else { return }
+        state = .idle
+        guard completely, keepAlive else {
+            context.close(promise: nil)
+            return
+        }
+        if closeIfAsked(context: context) { return }
+        while !waiting.isEmpty, !isBusy {
+            handle(waiting.removeFirst(), context: context)
+        }
     }
 
     // MARK: - The event stream
@@ -164,6 +202,7 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             state = .streaming(stream)
             var headers = response.headerFields
             headers[.server] = "refresh-server"
+            headers[.date] = HTTPDate.now()
             context.write(wrapOutboundOut(.head(HTTPResponse(status: response.status, headerFields: headers))), promise: nil)
             socket.writeAndFlush(NIOAny(opening), promise: nil)
         } catch {
@@ -175,7 +214,7 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     fileprivate func streamWoken(_ reason: Wakeup.Reason, replay: inout ReplayCache) {
         guard case .streaming(var stream) = state, let context else { return }
         if reason == .sessionEnded {
-            endStream(close: quiescing, context: context)
+            endStream(close: closeWhenIdle, context: context)
             return
         }
         guard context.channel.isWritable else {
@@ -226,30 +265,74 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        switch (event, state) {
-        case (is ChannelShouldQuiesceEvent, .streaming):
-            quiescing = true
+        let stopping = event is ChannelShouldQuiesceEvent || (event as? ChannelEvent) == .inputClosed
+        guard stopping else { return context.fireUserInboundEventTriggered(event) }
+        // Finish what runs, then close: a stream ends now, an answer in progress completes.
+        closeWhenIdle = true
+        if case .streaming = state {
             endStream(close: true, context: context)
-        case (is ChannelShouldQuiesceEvent, .readingSamples):
-            // Answered, then closed.
-            quiescing = true
-        case (let event as ChannelEvent, .streaming) where event == .inputClosed:
-            // The client hung up its side: it reads nothing more either.
-            endStream(close: true, context: context)
-        default:
-            if event is ChannelShouldQuiesceEvent { quiescing = true }
-            context.fireUserInboundEventTriggered(event)
+        } else {
+            closeIfAsked(context: context)
         }
     }
 
-    // MARK: - Hummingbird's responses
+    /// Closes an idle connection that was asked to close; answers whether it did.
+    @discardableResult
+    private func closeIfAsked(context: ChannelHandlerContext) -> Bool {
+        guard closeWhenIdle, case .idle = state else { return false }
+        context.close(promise: nil)
+        return true
+    }
+}
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        context.write(data, promise: promise)
-        if case .end = unwrapOutboundIn(data) {
-            responsesOwed = max(0, responsesOwed - 1)
-            if responsesOwed == 0, !waiting.isEmpty { handleWaitingParts(context: context) }
+/// How the router's answer, produced on a task, reaches the connection: each write hops to
+/// the event loop and waits until written, so a large body cannot outrun a slow client.
+/// The head waits for the first body buffer, so a small response is one write.
+private struct RoutedResponseWriter: ResponseBodyWriter, Sendable {
+    let handler: NIOLoopBound<SessionConnectionHandler>
+    let eventLoop: any EventLoop
+    private var pending: [HTTPResponsePart] = []
+
+    init(handler: NIOLoopBound<SessionConnectionHandler>, eventLoop: any EventLoop) {
+        self.handler = handler
+        self.eventLoop = eventLoop
+    }
+
+    func send(_ response: Response) async {
+        var writer = self
+        writer.pending = [.head(response.head)]
+        let completely: Bool
+        do {
+            try await response.body.write(writer)
+            completely = true
+        } catch {
+            completely = false
         }
+        let handler = self.handler
+        eventLoop.execute { handler.value.routedResponseEnded(completely: completely) }
+    }
+
+    mutating func write(_ buffer: ByteBuffer) async throws {
+        if pending.count == 1, case .head = pending[0] {
+            pending.append(.body(buffer))
+            return
+        }
+        pending.append(.body(buffer))
+        try await flush()
+    }
+
+    consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
+        pending.append(.end(trailingHeaders))
+        try await flush()
+    }
+
+    private mutating func flush() async throws {
+        let parts = pending
+        pending = []
+        let handler = self.handler
+        try await eventLoop.flatSubmit {
+            handler.value.writeRouted(parts) ?? handler.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
+        }.get()
     }
 }
 

@@ -1,7 +1,6 @@
 import AsyncHTTPClient
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import NIOCore
 import NIOHTTP1
 @testable import RefreshServer
@@ -32,13 +31,24 @@ struct TestServer {
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Public").path
     }
 
+    /// Runs the server on a free port around `body`, then stops it gracefully, as SIGTERM would.
     static func run(
         _ configuration: ServerConfiguration = configuration(), feed: (any FeedSource)? = nil,
         _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
-        let app = try RefreshApplication.build(configuration: configuration, feed: feed)
-        try await app.test(.live) { client in
-            try await body(TestServer(base: "http://127.0.0.1:\(client.port!)"))
+        let (ports, portFound) = AsyncStream<Int>.makeStream()
+        let app = try RefreshApplication.build(configuration: configuration, feed: feed) { portFound.yield($0) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.run() }
+            var outcome: Result<Void, any Error> = .success(())
+            if let port = await ports.first(where: { _ in true }) {
+                do { try await body(TestServer(base: "http://127.0.0.1:\(port)")) } catch { outcome = .failure(error) }
+            } else {
+                outcome = .failure(TestFailure("the server never listened"))
+            }
+            await app.triggerGracefulShutdown()
+            try await group.waitForAll()
+            try outcome.get()
         }
     }
 
