@@ -124,6 +124,17 @@ import Testing
 @Suite struct EventLogTests {
     func data(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
 
+    @Test func anEventIsFramedOnceAndItsDataSharesTheFrame() {
+        let event = ServerEvent(id: 42, kind: .state, data: data(#"{"phase":"armed"}"#))
+        #expect(String(buffer: event.frame) == "id: 42\nevent: state\ndata: {\"phase\":\"armed\"}\n\n")
+        #expect(String(buffer: event.data) == #"{"phase":"armed"}"#)
+    }
+
+    @Test func framesAreChunkedOnceForEveryStream() {
+        let chunk = HTTPChunk.frame([data("id: 1\n\n"), data("id: 2\n\n")])
+        #expect(String(buffer: chunk) == "e\r\nid: 1\n\nid: 2\n\n\r\n")
+    }
+
     @Test func keepsOnlyTheNewestStateAndEveryOtherEvent() {
         var log = EventLog(capacity: 8)
         log.append(.state, data("1"))

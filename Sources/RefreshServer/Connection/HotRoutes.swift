@@ -65,12 +65,11 @@ final class HotRoutes: Sendable {
             let json = try JSONValue.parseBody(Array(body.readableBytesView))
             let samples = try SampleDecoding.decode(json, maxCount: configuration.maxSamplesPerRequest)
             let state = try session.applySamples(samples, now: .now)
-            return JSONResponse.payload(.ok, acceptsGzip: acceptsGzip) { json in
-                json.beginObject()
-                json.key("state")
-                json.gestureState(state)
-                json.endObject()
-            }
+            var body = ByteBufferAllocator().buffer(capacity: state.readableBytes + 10)
+            body.writeStaticString(#"{"state":"#)
+            body.writeImmutableBuffer(state)
+            body.writeStaticString("}")
+            return JSONResponse.payload(.ok, body, acceptsGzip: acceptsGzip)
         } catch {
             return refusal(error, head)
         }

@@ -12,7 +12,8 @@ struct EventLog: Sendable {
     /// Non-`state` events, oldest first, as a circular buffer.
     private var ring: [ServerEvent] = []
     private var head = 0
-    private var latestState: ServerEvent?
+    /// The newest `state` event: the engine's current state, already encoded.
+    private(set) var latestState: ServerEvent?
     /// Newest id of an event dropped for room; a reader behind it has missed something.
     private var droppedThrough: UInt64 = 0
     /// The open streams: woken, not handed copies of the events.

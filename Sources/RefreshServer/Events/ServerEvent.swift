@@ -12,6 +12,8 @@ struct ServerEvent: Sendable {
     let kind: Kind
     /// The complete frame, ending with the blank line.
     let frame: ByteBuffer
+    /// Where the JSON payload starts in `frame`.
+    private let dataOffset: UInt32
 
     init(id: UInt64, kind: Kind, data: ByteBuffer) {
         self.id = id
@@ -22,9 +24,15 @@ struct ServerEvent: Sendable {
         frame.writeStaticString("\nevent: ")
         frame.writeString(kind.rawValue)
         frame.writeStaticString("\ndata: ")
+        dataOffset = UInt32(frame.writerIndex)
         frame.writeImmutableBuffer(data)
         frame.writeStaticString("\n\n")
         self.frame = frame
+    }
+
+    /// The JSON payload, sharing the frame's bytes.
+    var data: ByteBuffer {
+        frame.getSlice(at: Int(dataOffset), length: frame.writerIndex - Int(dataOffset) - 2) ?? ByteBuffer()
     }
 }
 

@@ -44,10 +44,11 @@ public final class Session: Sendable {
 
     // MARK: - Inputs from the API
 
-    /// Applies samples in `seq` order and answers with the resulting state. A rejected batch
-    /// (rate, values) changes nothing.
-    func applySamples(_ samples: [Sample], now: ContinuousClock.Instant) throws(APIError) -> GestureState {
-        try mutate { (state) throws(APIError) -> GestureState in
+    /// Applies samples in `seq` order and answers with the resulting state as JSON: the
+    /// bytes of the `state` event it caused, not a second encoding. A rejected batch (rate,
+    /// values) changes nothing.
+    func applySamples(_ samples: [Sample], now: ContinuousClock.Instant) throws(APIError) -> ByteBuffer {
+        try mutate { (state) throws(APIError) -> ByteBuffer in
             state.lastActive = now
             if let retryAfter = state.bucket.take(samples.count, now: now) {
                 throw APIError(
@@ -62,7 +63,7 @@ public final class Session: Sendable {
                 throw .outOfRange(error.description)
             }
             perform(effects, &state)
-            return state.engine.gestureState
+            return state.log.latestState?.data ?? EventData.state(state.engine.gestureState)
         }
     }
 
