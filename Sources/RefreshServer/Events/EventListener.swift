@@ -25,8 +25,13 @@ struct ReplayCache {
     private var cursor: UInt64?
     private var answer = Answer(events: [], cursor: 0)
 
-    mutating func events(after cursor: UInt64, lookup: (UInt64) -> (events: [ServerEvent], cursor: UInt64)) -> Answer {
-        if cursor != self.cursor {
+    /// The events after `cursor`, looked up again only for another cursor or when the log
+    /// has grown since: a round writing to many streams takes a while, and the streams it
+    /// reaches late get what arrived meanwhile in the same write, not in a second round.
+    mutating func events(
+        after cursor: UInt64, newest: () -> UInt64, lookup: (UInt64) -> (events: [ServerEvent], cursor: UInt64)
+    ) -> Answer {
+        if cursor != self.cursor || newest() > answer.cursor {
             let (events, next) = lookup(cursor)
             answer = Answer(events: events, cursor: next, chunk: events.isEmpty ? nil : HTTPChunk.frame(events.map(\.frame)))
             self.cursor = cursor

@@ -41,7 +41,7 @@ struct EventStream {
 
     /// The chunk a wake-up has to write, if any.
     mutating func woken(_ reason: Wakeup.Reason, replay: inout ReplayCache) throws -> ByteBuffer? {
-        let answer = replay.events(after: cursor) { [session] in session.events(after: $0) }
+        let answer = replay.events(after: cursor, newest: { session.lastEventID }, lookup: { session.events(after: $0) })
         cursor = answer.cursor
         if let shared = answer.chunk {
             guard gzip != nil else {

@@ -180,6 +180,9 @@ public final class Session: Sendable {
         mutate { state in catchUp(after: cursor, &state) }
     }
 
+    /// The id of the newest event.
+    var lastEventID: UInt64 { state.withLock { $0.log.lastID } }
+
     func unsubscribe(_ listener: any EventListener, now: ContinuousClock.Instant) {
         mutate { state in
             state.log.removeListener(listener)
