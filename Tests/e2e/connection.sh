@@ -51,6 +51,30 @@ expect_match "and the connection still answers the next request" "$replies" '"st
 expect_match "garbage → 400" "$(raw "NOT HTTP AT ALL\r\n\r\n")" '^HTTP/1.1 400'
 expect_match "the date is given" "$(curl -s -D - -o /dev/null "$BASE/healthz")" '[Dd]ate: [A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9:]{8} GMT'
 
+# halfclose BYTES: sends them, closes the sending side, prints what came back before EOF
+# (or "(still open)" after two seconds).
+halfclose() {
+    python3 - "$port" "$1" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(2.0)
+s.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
+s.shutdown(socket.SHUT_WR)
+data = b""
+try:
+    while chunk := s.recv(65536):
+        data += chunk
+except socket.timeout:
+    data += b"(still open)"
+sys.stdout.write(data.decode("latin-1"))
+PY
+}
+answer=$(halfclose "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+expect_match "a request then a half-close is answered" "$answer" '"status":"ok"'
+expect "and then the connection closes" "$(grep -c 'still open' <<<"$answer")" 0
+half=$(halfclose "POST /api/sessions/$session/samples HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+expect "half a request then a half-close: a 400 and closed" "$(head -n1 <<<"$half" | tr -d '\r') $(grep -c 'still open' <<<"$half")" "HTTP/1.1 400 Bad Request 0"
+
 # An idle keep-alive connection does not hold the server up on SIGTERM.
 python3 -c "
 import socket, time

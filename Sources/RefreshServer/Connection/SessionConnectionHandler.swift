@@ -45,6 +45,8 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     private var closeWhenIdle = false
     /// A stream found the connection full; it writes again once the connection drains.
     private var streamWaitsForWritability = false
+    /// The router's response in progress has written its end.
+    private var routedResponseEndWritten = false
 
     /// More pipelined parts than this behind an unanswered request close the connection.
     private static let maxWaitingParts = 256
@@ -150,6 +152,7 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
 
     private func route(_ head: HTTPRequest, body: ByteBuffer, context: ChannelHandlerContext) {
         state = .routing(keepAlive: !Self.wantsClose(head))
+        routedResponseEndWritten = false
         let writer = RoutedResponseWriter(handler: NIOLoopBound(self, eventLoop: context.eventLoop), eventLoop: context.eventLoop)
         let channel = context.channel
         Task { [routes] in
@@ -168,17 +171,19 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
                 head.headerFields[.connection] = "close"
                 part = .head(head)
             }
+            if case .end = part { routedResponseEndWritten = true }
             written = context.write(wrapOutboundOut(part))
         }
         context.flush()
         return written
     }
 
-    /// On this event loop: the router's response is complete, or it failed half-way.
+    /// On this event loop: the router's response is complete, or it failed half-way (and
+    /// the connection, its framing lost, is closed).
     fileprivate func routedResponseEnded(completely: Bool) {
         guard case .routing(let keepAlive) = state, let context else { return }
         state = .idle
-        guard completely, keepAlive else {
+        guard completely, routedResponseEndWritten, keepAlive else {
             context.close(promise: nil)
             return
         }
@@ -265,13 +270,18 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        let stopping = event is ChannelShouldQuiesceEvent || (event as? ChannelEvent) == .inputClosed
-        guard stopping else { return context.fireUserInboundEventTriggered(event) }
+        let inputClosed = (event as? ChannelEvent) == .inputClosed
+        guard inputClosed || event is ChannelShouldQuiesceEvent else { return context.fireUserInboundEventTriggered(event) }
         // Finish what runs, then close: a stream ends now, an answer in progress completes.
         closeWhenIdle = true
-        if case .streaming = state {
+        switch state {
+        case .streaming:
             endStream(close: true, context: context)
-        } else {
+        case .readingSamples, .readingRouted, .discarding:
+            // Half a request: its rest never comes once the client has closed its side;
+            // otherwise it is answered, then the connection closes.
+            if inputClosed { context.close(promise: nil) }
+        default:
             closeIfAsked(context: context)
         }
     }

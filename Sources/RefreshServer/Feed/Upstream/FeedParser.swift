@@ -133,12 +133,14 @@ private final class XMLFeedReader: NSObject, XMLParserDelegate {
             switch name {
             case "title" where parent == "item" || parent == "entry": "title"
             case "link" where parent == "item": "link"
-            case "guid", "id" where parent == "entry": "id"
+            case "guid": "id"
+            case "id" where parent == "entry": "id"
             case "description", "summary": "summary"
             case "content", "content:encoded": entry?["summary"] == nil ? "summary" : nil
             case "pubDate", "published", "dc:date": "published"
             case "updated": entry?["published"] == nil ? "published" : nil
-            case "author", "dc:creator", "name" where parent == "author": "author"
+            case "author", "dc:creator": "author"
+            case "name" where parent == "author": "author"
             default: nil
             }
         let preferred = (key == "summary" && (name == "description" || name == "summary")) || name == "published" || name == "pubDate"
