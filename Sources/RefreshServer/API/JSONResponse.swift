@@ -14,13 +14,17 @@ enum JSONResponse {
     /// Bodies smaller than this are sent as they are: gzip would cost more than it saves.
     static let gzipThreshold = 1024
 
-    static func payload(_ status: HTTPResponse.Status, _ body: ByteBuffer, acceptsGzip: Bool, headers extra: HTTPFields = [:]) -> JSONPayload {
+    /// `acceptsGzip` is asked only for a body worth compressing: reading `Accept-Encoding`
+    /// costs more than a small answer.
+    static func payload(
+        _ status: HTTPResponse.Status, _ body: ByteBuffer, acceptsGzip: @autoclosure () -> Bool, headers extra: HTTPFields = [:]
+    ) -> JSONPayload {
         var headers: HTTPFields = [.contentType: "application/json", .cacheControl: "no-store"]
         headers.append(contentsOf: extra)
         var body = body
         if body.readableBytes >= gzipThreshold {
             headers[.vary] = "Accept-Encoding"
-            if acceptsGzip, let compressed = Gzip.compress(body) {
+            if acceptsGzip(), let compressed = Gzip.compress(body) {
                 headers[.contentEncoding] = "gzip"
                 body = compressed
             }
@@ -30,17 +34,17 @@ enum JSONResponse {
     }
 
     static func payload(
-        _ status: HTTPResponse.Status, acceptsGzip: Bool, headers: HTTPFields = [:], _ write: (inout JSONWriter) -> Void
+        _ status: HTTPResponse.Status, acceptsGzip: @autoclosure () -> Bool, headers: HTTPFields = [:], _ write: (inout JSONWriter) -> Void
     ) -> JSONPayload {
         var json = JSONWriter(capacity: 256)
         write(&json)
-        return payload(status, json.buffer, acceptsGzip: acceptsGzip, headers: headers)
+        return payload(status, json.buffer, acceptsGzip: acceptsGzip(), headers: headers)
     }
 
-    static func errorPayload(_ error: APIError, acceptsGzip: Bool) -> JSONPayload {
+    static func errorPayload(_ error: APIError, acceptsGzip: @autoclosure () -> Bool) -> JSONPayload {
         var headers: HTTPFields = [:]
         if let retryAfter = error.retryAfter { headers[.retryAfter] = String(retryAfter) }
-        return payload(error.status, acceptsGzip: acceptsGzip, headers: headers) { json in
+        return payload(error.status, acceptsGzip: acceptsGzip(), headers: headers) { json in
             json.beginObject()
             json.field("error", error.code)
             json.field("message", error.message)

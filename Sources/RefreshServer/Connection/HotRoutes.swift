@@ -59,7 +59,6 @@ final class HotRoutes: Sendable {
 
     /// The samples POST: applied in `seq` order; answers the resulting state, or the error.
     func samples(_ head: HTTPRequest, session id: String, body: ByteBuffer) -> JSONPayload {
-        let acceptsGzip = Gzip.accepted(by: head)
         do {
             let session = try sessions.session(id)
             let json = try JSONValue.parseBody(Array(body.readableBytesView))
@@ -69,7 +68,7 @@ final class HotRoutes: Sendable {
             body.writeStaticString(#"{"state":"#)
             body.writeImmutableBuffer(state)
             body.writeStaticString("}")
-            return JSONResponse.payload(.ok, body, acceptsGzip: acceptsGzip)
+            return JSONResponse.payload(.ok, body, acceptsGzip: Gzip.accepted(by: head))
         } catch {
             return refusal(error, head)
         }
