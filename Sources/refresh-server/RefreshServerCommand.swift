@@ -46,6 +46,9 @@ struct RefreshServerCommand: AsyncParsableCommand {
     @Option(help: "Events kept per session for replay after a reconnect.")
     var replayBuffer = 256
 
+    @Option(help: "Kernel send buffer of each event stream, in bytes; a reader that stops reading gets the newest state, not a backlog.")
+    var streamSendBuffer = 64 * 1024
+
     @Option(help: "Seconds between keepalive comments on idle event streams.")
     var keepalive = 15.0
 
@@ -80,7 +83,7 @@ struct RefreshServerCommand: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535.") }
         for (name, value) in [("--max-body-bytes", maxBodyBytes), ("--max-samples-per-request", maxSamplesPerRequest),
                               ("--max-sessions", maxSessions), ("--replay-buffer", replayBuffer), ("--page-size", pageSize),
-                              ("--max-feed-bytes", maxFeedBytes)]
+                              ("--max-feed-bytes", maxFeedBytes), ("--stream-send-buffer", streamSendBuffer)]
         where value < 1 {
             throw ValidationError("\(name) must be at least 1.")
         }
@@ -117,6 +120,7 @@ struct RefreshServerCommand: AsyncParsableCommand {
         configuration.feedTimeout = .milliseconds(Int64(feedTimeout * 1000))
         configuration.demo = demo
         configuration.eventLoops = eventLoops
+        configuration.streamSendBufferBytes = streamSendBuffer
 
         let host = self.host
         let app = try RefreshApplication.build(configuration: configuration, logger: logger) { port in

@@ -31,6 +31,10 @@ public struct ServerConfiguration: Sendable {
     public var replayBufferLength = 256
     /// Comment sent on idle streams so proxies and browsers keep them open.
     public var keepaliveInterval: Duration = .seconds(15)
+    /// Kernel send buffer of an event stream's socket. Small on purpose: a reader that stops
+    /// reading holds little memory, and when it resumes it gets the newest state rather than
+    /// a backlog of stale ones (its events wait in the session's log, where states coalesce).
+    public var streamSendBufferBytes = 64 * 1024
     /// The `retry:` delay browsers wait before reconnecting.
     public var reconnectDelayMilliseconds = 1000
     /// A refresh or load-more still running after this long ends as failed.

@@ -205,6 +205,8 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
                 gzip: Gzip.accepted(by: head), configuration: routes.configuration)
             else { throw APIError.sessionNotFound(id) }
             state = .streaming(stream)
+            try? context.channel.syncOptions?.setOption(
+                ChannelOptions.socketOption(.so_sndbuf), value: SocketOptionValue(routes.configuration.streamSendBufferBytes))
             var headers = response.headerFields
             headers[.server] = "refresh-server"
             headers[.date] = HTTPDate.now()
