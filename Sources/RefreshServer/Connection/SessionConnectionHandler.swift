@@ -125,7 +125,8 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     private func refuseBody(_ head: HTTPRequest, context: ChannelHandlerContext) {
         let payload = routes.refusal(APIError.bodyTooLarge(limit: routes.configuration.maxBodyBytes), head)
         state = .discarding
-        write(payload, close: Self.wantsClose(head), context: context)
+        if Self.wantsClose(head) { closeWhenIdle = true }
+        write(payload, close: closeWhenIdle, context: context)
     }
 
     private func respond(_ payload: JSONPayload, to head: HTTPRequest, context: ChannelHandlerContext) {
