@@ -1,6 +1,10 @@
 import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
 import NIOCore
 import NIOPosix
+import RefreshEngine
 import Testing
 @testable import RefreshServer
 
@@ -131,4 +135,43 @@ private final class SilentListener: EventListener {
     }
 }
 
-import RefreshEngine
+@Suite struct HotRouteTests {
+    let routes: HotRoutes = {
+        let configuration = ServerConfiguration()
+        let sessions = SessionStore(runner: ActionRunner(feed: MemoryFeed(), configuration: configuration), limits: configuration)
+        return HotRoutes(sessions: sessions, configuration: configuration, logger: Logger(label: "test")) { _, _ in Response(status: .ok) }
+    }()
+
+    func head(_ method: HTTPRequest.Method, _ path: String) -> HTTPRequest {
+        HTTPRequest(method: method, scheme: nil, authority: "x", path: path)
+    }
+
+    @Test func onlySamplesPostsAndEventStreamsAreHot() {
+        #expect(routes.match(head(.post, "/api/sessions/abc/samples")) == .samples(session: "abc"))
+        #expect(routes.match(head(.post, "/api/sessions/abc/samples?debug=1")) == .samples(session: "abc"))
+        #expect(routes.match(head(.get, "/api/sessions/abc/events?lastEventId=4")) == .events(session: "abc"))
+        #expect(routes.match(head(.get, "/api/sessions/abc/samples")) == nil)
+        #expect(routes.match(head(.post, "/api/sessions/abc/events")) == nil)
+        #expect(routes.match(head(.head, "/api/sessions/abc/events")) == nil)
+        #expect(routes.match(head(.post, "/api/sessions/abc/samples/more")) == nil)
+        #expect(routes.match(head(.post, "/api/sessions/abc")) == nil)
+        #expect(routes.match(head(.post, "/api/sessions")) == nil)
+        #expect(routes.match(head(.get, "/static/api/sessions/abc/events")) == nil)
+    }
+
+    @Test func aResumePointComesFromTheHeaderOrTheQuery() throws {
+        let session = try routes.sessions.create(config: Preset.standard.config)
+        var request = head(.get, "/api/sessions/\(session.id)/events?lastEventId=7")
+        #expect(try routes.eventStreamRequest(request, session: session.id).lastEventID == 7)
+        request.headerFields[.lastEventID] = " 9 "
+        #expect(try routes.eventStreamRequest(request, session: session.id).lastEventID == 9)
+        request.headerFields[.lastEventID] = "nine"
+        #expect(throws: APIError.self) { try routes.eventStreamRequest(request, session: session.id) }
+        #expect(throws: APIError.sessionNotFound("gone")) { try routes.eventStreamRequest(head(.get, "/"), session: "gone") }
+    }
+
+    @Test func theDateHeaderIsAnIMFFixdate() {
+        #expect(HTTPDate.format(0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        #expect(HTTPDate.format(1_795_356_000) == "Sun, 22 Nov 2026 14:00:00 GMT")
+    }
+}
