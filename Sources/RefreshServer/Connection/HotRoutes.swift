@@ -1,5 +1,7 @@
 import HTTPTypes
+import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 
@@ -35,8 +37,7 @@ final class HotRoutes: Sendable {
         } catch {
             response = Response(refusal(error, head))
         }
-        response.headers[.date] = HTTPDate.now()
-        response.headers[.server] = "refresh-server"
+        response.headers.stampServer()
         return response
     }
 
@@ -79,7 +80,9 @@ final class HotRoutes: Sendable {
         let session = try sessions.session(id)
         // The header is what EventSource sends on its own reconnects; the query parameter
         // lets a client that opens a new EventSource resume too.
-        guard let given = head.headerFields[.lastEventID] ?? Self.queryValue("lastEventId", in: head.path ?? "") else {
+        guard let given = head.headerFields[.lastEventID]
+            ?? URI(head.path ?? "").queryParameters["lastEventId"].map(String.init)
+        else {
             return (session, nil)
         }
         guard let id = UInt64(given.trimmingCharacters(in: .whitespaces)) else {
@@ -88,30 +91,18 @@ final class HotRoutes: Sendable {
         return (session, id)
     }
 
-    /// The JSON error answer, logged on one line like every refusal.
+    /// The JSON error answer, logged on one line like every refusal; anything but an
+    /// ``APIError`` is the server's fault, logged as it is and answered with a 500.
     func refusal(_ error: any Error, _ head: HTTPRequest) -> JSONPayload {
-        let error = error as? APIError
-            ?? APIError(.internalServerError, "internal_error", "The server failed; the error is logged.")
-        if error.status == .internalServerError {
-            logger.error("\(head.method) \(head.path ?? "") failed: \(error)")
+        let path = URI(head.path ?? "").path
+        let refused: APIError
+        if let error = error as? APIError {
+            refused = error
+            error.logRefusal(method: head.method, path: path, logger: logger)
         } else {
-            error.logRefusal(method: head.method, path: Self.pathWithoutQuery(head.path ?? ""), logger: logger)
+            refused = APIError(.internalServerError, "internal_error", "The server failed; the error is logged.")
+            logger.error("\(head.method) \(path) failed: \(error)")
         }
-        return JSONResponse.errorPayload(error, acceptsGzip: Gzip.accepted(by: head))
-    }
-
-    static func pathWithoutQuery(_ path: String) -> String {
-        String(path.prefix { $0 != "?" })
-    }
-
-    private static func queryValue(_ name: String, in path: String) -> String? {
-        guard let query = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return nil }
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            if parts.first == Substring(name) {
-                return parts.count > 1 ? String(parts[1]).removingPercentEncoding ?? String(parts[1]) : ""
-            }
-        }
-        return nil
+        return JSONResponse.errorPayload(refused, acceptsGzip: Gzip.accepted(by: head))
     }
 }

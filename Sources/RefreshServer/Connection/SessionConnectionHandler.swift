@@ -24,12 +24,14 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
         case readingSamples(HTTPRequest, session: String, body: ByteBuffer)
         /// Collecting the body of a request for the router.
         case readingRouted(HTTPRequest, body: ByteBuffer)
-        /// The router is answering; nothing else is read until it has.
-        case routing(keepAlive: Bool)
+        /// The router is answering; nothing else is read until it has. `endWritten` once its
+        /// response is complete on the wire.
+        case routing(keepAlive: Bool, endWritten: Bool)
         /// Dropping the rest of a request already answered (413).
         case discarding
-        /// Streaming events: nothing more is read from this connection.
-        case streaming(EventStream)
+        /// Streaming events: nothing more is read from this connection. `waitsForWritability`
+        /// when the connection was full: it writes again once it drains.
+        case streaming(EventStream, waitsForWritability: Bool)
     }
 
     private let routes: HotRoutes
@@ -43,10 +45,6 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     private var waiting: [HTTPRequestPart] = []
     /// The server is stopping, or the client said it sends nothing more: close once idle.
     private var closeWhenIdle = false
-    /// A stream found the connection full; it writes again once the connection drains.
-    private var streamWaitsForWritability = false
-    /// The router's response in progress has written its end.
-    private var routedResponseEndWritten = false
 
     /// More pipelined parts than this behind an unanswered request close the connection.
     private static let maxWaitingParts = 256
@@ -137,8 +135,7 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
 
     private func write(_ payload: JSONPayload, close: Bool, context: ChannelHandlerContext) {
         var headers = payload.headers
-        headers[.server] = "refresh-server"
-        headers[.date] = HTTPDate.now()
+        headers.stampServer()
         if close { headers[.connection] = "close" }
         context.write(wrapOutboundOut(.head(HTTPResponse(status: payload.status, headerFields: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(payload.body)), promise: nil)
@@ -152,8 +149,7 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     // MARK: - Routed requests
 
     private func route(_ head: HTTPRequest, body: ByteBuffer, context: ChannelHandlerContext) {
-        state = .routing(keepAlive: !Self.wantsClose(head))
-        routedResponseEndWritten = false
+        state = .routing(keepAlive: !Self.wantsClose(head), endWritten: false)
         let writer = RoutedResponseWriter(handler: NIOLoopBound(self, eventLoop: context.eventLoop), eventLoop: context.eventLoop)
         let channel = context.channel
         Task { [routes] in
@@ -164,7 +160,7 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
 
     /// On this event loop: parts of the router's response, in order.
     fileprivate func writeRouted(_ parts: [HTTPResponsePart]) -> EventLoopFuture<Void>? {
-        guard case .routing(let keepAlive) = state, let context else { return nil }
+        guard case .routing(let keepAlive, var endWritten) = state, let context else { return nil }
         var written: EventLoopFuture<Void>?
         for part in parts {
             var part = part
@@ -172,9 +168,10 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
                 head.headerFields[.connection] = "close"
                 part = .head(head)
             }
-            if case .end = part { routedResponseEndWritten = true }
+            if case .end = part { endWritten = true }
             written = context.write(wrapOutboundOut(part))
         }
+        state = .routing(keepAlive: keepAlive, endWritten: endWritten)
         context.flush()
         return written
     }
@@ -182,9 +179,9 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     /// On this event loop: the router's response is complete, or it failed half-way (and
     /// the connection, its framing lost, is closed).
     fileprivate func routedResponseEnded(completely: Bool) {
-        guard case .routing(let keepAlive) = state, let context else { return }
+        guard case .routing(let keepAlive, let endWritten) = state, let context else { return }
         state = .idle
-        guard completely, routedResponseEndWritten, keepAlive else {
+        guard completely, endWritten, keepAlive else {
             context.close(promise: nil)
             return
         }
@@ -205,12 +202,11 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
                 session: session, listener: listener, lastEventID: lastEventID,
                 gzip: Gzip.accepted(by: head), configuration: routes.configuration)
             else { throw APIError.sessionNotFound(id) }
-            state = .streaming(stream)
+            state = .streaming(stream, waitsForWritability: false)
             try? context.channel.syncOptions?.setOption(
                 ChannelOptions.socketOption(.so_sndbuf), value: SocketOptionValue(routes.configuration.streamSendBufferBytes))
             var headers = response.headerFields
-            headers[.server] = "refresh-server"
-            headers[.date] = HTTPDate.now()
+            headers.stampServer()
             context.write(wrapOutboundOut(.head(HTTPResponse(status: response.status, headerFields: headers))), promise: nil)
             socket.writeAndFlush(NIOAny(opening), promise: nil)
         } catch {
@@ -220,19 +216,19 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
 
     /// On this event loop, from the session's wake-up.
     fileprivate func streamWoken(_ reason: Wakeup.Reason, replay: inout ReplayCache) {
-        guard case .streaming(var stream) = state, let context else { return }
+        guard case .streaming(var stream, _) = state, let context else { return }
         if reason == .sessionEnded {
             endStream(close: closeWhenIdle, context: context)
             return
         }
         guard context.channel.isWritable else {
             // A slow reader: its events wait in the log, where newer states replace older ones.
-            streamWaitsForWritability = true
+            state = .streaming(stream, waitsForWritability: true)
             return
         }
         do {
             let chunk = try stream.woken(reason, replay: &replay)
-            state = .streaming(stream)
+            state = .streaming(stream, waitsForWritability: false)
             if let chunk { socket?.writeAndFlush(NIOAny(chunk), promise: nil) }
         } catch {
             endStream(close: true, context: context)
@@ -241,7 +237,7 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
 
     /// Ends the response cleanly: the gzip trailer, the last chunk.
     private func endStream(close: Bool, context: ChannelHandlerContext) {
-        guard case .streaming(let stream) = state else { return }
+        guard case .streaming(let stream, _) = state else { return }
         stopStreaming()
         if let trailer = try? stream.finish() { socket?.write(NIOAny(trailer), promise: nil) }
         let ended = context.writeAndFlush(wrapOutboundOut(.end(nil)))
@@ -249,15 +245,13 @@ final class SessionConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     }
 
     private func stopStreaming() {
-        guard case .streaming(let stream) = state else { return }
+        guard case .streaming(let stream, _) = state else { return }
         state = .idle
-        streamWaitsForWritability = false
         stream.session.unsubscribe(stream.listener, now: .now)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if streamWaitsForWritability, context.channel.isWritable {
-            streamWaitsForWritability = false
+        if case .streaming(_, waitsForWritability: true) = state, context.channel.isWritable {
             var replay = ReplayCache()
             streamWoken(.news, replay: &replay)
         }

@@ -221,12 +221,12 @@ public final class Session: Sendable {
 
     /// Stops its actions and closes its streams.
     func end() {
-        mutate { state in
+        state.withLock { state in
             state.ended = true
             for task in state.tasks.values { task.cancel() }
             state.tasks.removeAll()
-        }
-        state.withLock { $0.log.closeAll() }?.fire()
+            return state.log.closeAll()
+        }?.fire()
     }
 
     // MARK: - Effects
