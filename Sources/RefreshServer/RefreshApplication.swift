@@ -24,9 +24,11 @@ public enum RefreshApplication {
         let feed = try feed ?? defaultFeed(configuration)
         let runner = ActionRunner(feed: feed, configuration: configuration)
         let sessions = SessionStore(runner: runner, limits: configuration)
+        let streams = StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient)
+        let proxies = try configuration.validatedTrustedProxies()
         let files = try StaticFiles(directory: configuration.publicDirectory)
 
-        let router = Router()
+        let router = Router(context: ServerRequestContext.self)
         router.add(middleware: ErrorMiddleware())
         router.get("healthz") { request, _ in
             JSONResponse.make(.ok, request: request) { json in
@@ -37,7 +39,7 @@ public enum RefreshApplication {
         }
         SessionRoutes(sessions: sessions, configuration: configuration).register(on: router)
         ItemRoutes(feed: feed, configuration: configuration).register(on: router)
-        let serveFile: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, _ in
+        let serveFile: @Sendable (Request, ServerRequestContext) async throws -> Response = { request, _ in
             guard let response = try files.response(path: request.uri.path, request: request) else {
                 throw APIError(.notFound, "not_found", "Nothing at \(request.uri.path).")
             }
@@ -51,13 +53,14 @@ public enum RefreshApplication {
         let responder = router.buildResponder()
         let group: any EventLoopGroup = configuration.eventLoops.map { MultiThreadedEventLoopGroup(numberOfThreads: $0) }
             ?? MultiThreadedEventLoopGroup.singleton
-        let routes = HotRoutes(sessions: sessions, configuration: configuration, logger: logger) { request, channel in
-            let context = BasicRequestContext(source: .init(channel: channel, logger: logger))
-            return try await responder.respond(to: request, context: context)
+        let routes = HotRoutes(
+            sessions: sessions, streams: streams, proxies: proxies, configuration: configuration, logger: logger
+        ) { request, source in
+            try await responder.respond(to: request, context: ServerRequestContext(source: source))
         }
         let server = HTTPServer(
-            host: configuration.host, port: configuration.port, group: group,
-            makeHandler: { SessionConnectionHandler(routes: routes) }, onServerRunning: onServerRunning)
+            host: configuration.host, port: configuration.port, group: group, maxHeadBytes: configuration.maxHeadBytes,
+            logger: logger, makeHandler: { ConnectionHandler(routes: routes) }, onServerRunning: onServerRunning)
         let maintenance = SessionMaintenance(sessions: sessions, keepaliveInterval: configuration.keepaliveInterval)
         return ServiceGroup(configuration: .init(services: [maintenance, server], logger: logger))
     }

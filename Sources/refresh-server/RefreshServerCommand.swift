@@ -40,6 +40,30 @@ struct RefreshServerCommand: AsyncParsableCommand {
     @Option(help: "Sessions alive at once (503 beyond).")
     var maxSessions = 20_000
 
+    @Option(help: "Sessions one client address may hold (429 beyond).")
+    var maxSessionsPerClient = 256
+
+    @Option(help: "Event streams open at once; beyond, a stream is told to retry later (200, a jittered retry:, closed).")
+    var maxStreams = 50_000
+
+    @Option(help: "Event streams one client address may hold open; beyond, told to retry later like --max-streams.")
+    var maxStreamsPerClient = 256
+
+    @Option(name: .customLong("trusted-proxy"), help: "Address or CIDR network of a proxy whose X-Forwarded-For names the client (repeatable).")
+    var trustedProxies: [String] = []
+
+    @Option(help: "Seconds a request head (and then its body) may take to arrive from its first byte (408 beyond).")
+    var requestHeadTimeout = 10.0
+
+    @Option(help: "Seconds a kept-alive connection may wait for its next request.")
+    var idleTimeout = 60.0
+
+    @Option(help: "Largest request head in bytes: request line and header fields (431 beyond).")
+    var maxHeadBytes = 16 * 1024
+
+    @Option(help: "Milliseconds browsers wait before reconnecting a stream; each stream is told a jittered value from this to twice it.")
+    var reconnectDelayMs = 1000
+
     @Option(help: "Seconds a session without requests or open streams lives.")
     var sessionIdleTimeout = 600.0
 
@@ -83,17 +107,25 @@ struct RefreshServerCommand: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535.") }
         for (name, value) in [("--max-body-bytes", maxBodyBytes), ("--max-samples-per-request", maxSamplesPerRequest),
                               ("--max-sessions", maxSessions), ("--replay-buffer", replayBuffer), ("--page-size", pageSize),
-                              ("--max-feed-bytes", maxFeedBytes), ("--stream-send-buffer", streamSendBuffer)]
+                              ("--max-feed-bytes", maxFeedBytes), ("--stream-send-buffer", streamSendBuffer),
+                              ("--max-sessions-per-client", maxSessionsPerClient), ("--max-streams", maxStreams),
+                              ("--max-streams-per-client", maxStreamsPerClient), ("--max-head-bytes", maxHeadBytes),
+                              ("--reconnect-delay-ms", reconnectDelayMs)]
         where value < 1 {
             throw ValidationError("\(name) must be at least 1.")
         }
         for (name, value) in [("--max-samples-per-second", maxSamplesPerSecond), ("--session-idle-timeout", sessionIdleTimeout),
-                              ("--keepalive", keepalive), ("--refresh-timeout", refreshTimeout), ("--feed-timeout", feedTimeout)]
+                              ("--keepalive", keepalive), ("--refresh-timeout", refreshTimeout), ("--feed-timeout", feedTimeout),
+                              ("--request-head-timeout", requestHeadTimeout), ("--idle-timeout", idleTimeout)]
         where !(value > 0 && value.isFinite) {
             throw ValidationError("\(name) must be a positive number.")
         }
         if let eventLoops, !(1...256).contains(eventLoops) { throw ValidationError("--event-loops must be from 1 to 256.") }
         guard minRefreshMs >= 0 else { throw ValidationError("--min-refresh-ms must not be negative.") }
+        guard maxHeadBytes <= 80 * 1024 else { throw ValidationError("--max-head-bytes must be at most 81920.") }
+        var proxies = ServerConfiguration()
+        proxies.trustedProxies = trustedProxies
+        do { try proxies.validate() } catch { throw ValidationError("--\(error)") }
     }
 
     func run() async throws {
@@ -121,6 +153,14 @@ struct RefreshServerCommand: AsyncParsableCommand {
         configuration.demo = demo
         configuration.eventLoops = eventLoops
         configuration.streamSendBufferBytes = streamSendBuffer
+        configuration.maxSessionsPerClient = maxSessionsPerClient
+        configuration.maxStreams = maxStreams
+        configuration.maxStreamsPerClient = maxStreamsPerClient
+        configuration.trustedProxies = trustedProxies
+        configuration.requestHeadTimeout = .milliseconds(Int64(requestHeadTimeout * 1000))
+        configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
+        configuration.maxHeadBytes = maxHeadBytes
+        configuration.reconnectDelayMilliseconds = reconnectDelayMs
 
         let host = self.host
         let app = try RefreshApplication.build(configuration: configuration, logger: logger) { port in

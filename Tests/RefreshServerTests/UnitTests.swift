@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import RefreshEngine
+import NIOHTTP1
 import Testing
 @testable import RefreshServer
 
@@ -125,8 +126,8 @@ private final class SilentListener: EventListener {
         configuration.sessionIdleTimeout = .seconds(60)
         let runner = ActionRunner(feed: MemoryFeed(), configuration: configuration)
         let store = SessionStore(runner: runner, limits: configuration)
-        let idle = try store.create(config: .init(top: Preset.standard.config.top, bottom: Preset.standard.config.bottom, rotation: true, prefetch: false))
-        let watched = try store.create(config: Preset.standard.config)
+        let idle = try store.create(config: .init(top: Preset.standard.config.top, bottom: Preset.standard.config.bottom, rotation: true, prefetch: false), client: "test")
+        let watched = try store.create(config: Preset.standard.config, client: "test")
         _ = watched.subscribe(SilentListener(), lastEventID: nil, now: .now)
         #expect(store.expireIdle(now: .now) == 0)
         #expect(store.expireIdle(now: .now + .seconds(61)) == 1)
@@ -139,35 +140,49 @@ private final class SilentListener: EventListener {
     let routes: HotRoutes = {
         let configuration = ServerConfiguration()
         let sessions = SessionStore(runner: ActionRunner(feed: MemoryFeed(), configuration: configuration), limits: configuration)
-        return HotRoutes(sessions: sessions, configuration: configuration, logger: Logger(label: "test")) { _, _ in Response(status: .ok) }
+        return HotRoutes(
+            sessions: sessions, streams: StreamGate(maxStreams: 10, maxPerClient: 10), proxies: TrustedProxies(),
+            configuration: configuration, logger: Logger(label: "test")
+        ) { _, _ in Response(status: .ok) }
     }()
 
-    func head(_ method: HTTPRequest.Method, _ path: String) -> HTTPRequest {
-        HTTPRequest(method: method, scheme: nil, authority: "x", path: path)
+    func head(_ method: HTTPMethod, _ path: String) -> HTTPRequestHead {
+        HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: ["Host": "x"])
     }
 
     @Test func onlySamplesPostsAndEventStreamsAreHot() {
-        #expect(routes.match(head(.post, "/api/sessions/abc/samples")) == .samples(session: "abc"))
-        #expect(routes.match(head(.post, "/api/sessions/abc/samples?debug=1")) == .samples(session: "abc"))
-        #expect(routes.match(head(.get, "/api/sessions/abc/events?lastEventId=4")) == .events(session: "abc"))
-        #expect(routes.match(head(.get, "/api/sessions/abc/samples")) == nil)
-        #expect(routes.match(head(.post, "/api/sessions/abc/events")) == nil)
-        #expect(routes.match(head(.head, "/api/sessions/abc/events")) == nil)
-        #expect(routes.match(head(.post, "/api/sessions/abc/samples/more")) == nil)
-        #expect(routes.match(head(.post, "/api/sessions/abc")) == nil)
-        #expect(routes.match(head(.post, "/api/sessions")) == nil)
-        #expect(routes.match(head(.get, "/static/api/sessions/abc/events")) == nil)
+        #expect(RouteTable.route(.POST, uri: "/api/sessions/abc/samples") == .samples(session: "abc"))
+        #expect(RouteTable.route(.POST, uri: "/api/sessions/abc/samples?debug=1") == .samples(session: "abc"))
+        #expect(RouteTable.route(.GET, uri: "/api/sessions/abc/events?lastEventId=4") == .events(session: "abc"))
+        #expect(RouteTable.route(.POST, uri: "/api/sessions/abc") == .methodNotAllowed(allow: "GET, DELETE"))
+        #expect(RouteTable.route(.POST, uri: "/api/sessions/abc/samples/more") == .router)
+        #expect(RouteTable.route(.POST, uri: "/api/sessions") == .router)
+        #expect(RouteTable.route(.GET, uri: "/static/api/sessions/abc/events") == .router)
+        #expect(RouteTable.route(.DELETE, uri: "/api/sessions/abc/refresh") == .router)
+    }
+
+    @Test func aMethodAPathDoesNotHaveIsRefusedWithTheOnesItHas() {
+        #expect(RouteTable.route(.GET, uri: "/api/sessions/abc/samples") == .methodNotAllowed(allow: "POST"))
+        #expect(RouteTable.route(.POST, uri: "/api/sessions/abc/events") == .methodNotAllowed(allow: "GET"))
+        #expect(RouteTable.route(.HEAD, uri: "/api/sessions/abc/events") == .methodNotAllowed(allow: "GET"))
+        #expect(RouteTable.route(.PUT, uri: "/api/items") == .methodNotAllowed(allow: "GET, POST"))
+        #expect(RouteTable.route(.GET, uri: "/api/sessions") == .methodNotAllowed(allow: "POST"))
+        #expect(RouteTable.route(.PATCH, uri: "/api/sessions/abc/refresh") == .methodNotAllowed(allow: "POST, DELETE"))
+        #expect(RouteTable.route(.DELETE, uri: "/index.html") == .methodNotAllowed(allow: "GET, HEAD"))
+        #expect(RouteTable.route(.POST, uri: "/healthz") == .methodNotAllowed(allow: "GET, HEAD"))
+        // An API path that does not exist is the router's 404, whatever the method.
+        #expect(RouteTable.route(.PUT, uri: "/api/nothing") == .router)
     }
 
     @Test func aResumePointComesFromTheHeaderOrTheQuery() throws {
-        let session = try routes.sessions.create(config: Preset.standard.config)
-        var request = head(.get, "/api/sessions/\(session.id)/events?lastEventId=7")
+        let session = try routes.sessions.create(config: Preset.standard.config, client: "test")
+        var request = head(.GET, "/api/sessions/\(session.id)/events?lastEventId=7")
         #expect(try routes.eventStreamRequest(request, session: session.id).lastEventID == 7)
-        request.headerFields[.lastEventID] = " 9 "
+        request.headers.replaceOrAdd(name: "Last-Event-ID", value: " 9 ")
         #expect(try routes.eventStreamRequest(request, session: session.id).lastEventID == 9)
-        request.headerFields[.lastEventID] = "nine"
+        request.headers.replaceOrAdd(name: "Last-Event-ID", value: "nine")
         #expect(throws: APIError.self) { try routes.eventStreamRequest(request, session: session.id) }
-        #expect(throws: APIError.sessionNotFound("gone")) { try routes.eventStreamRequest(head(.get, "/"), session: "gone") }
+        #expect(throws: APIError.sessionNotFound("gone")) { try routes.eventStreamRequest(head(.GET, "/"), session: "gone") }
     }
 
     @Test func theDateHeaderIsAnIMFFixdate() {

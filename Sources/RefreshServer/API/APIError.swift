@@ -1,5 +1,6 @@
 import HTTPTypes
 import Logging
+import NIOHTTP1
 
 /// A request the server refuses, with the status, a stable machine-readable code and a
 /// sentence for people. Every error body is `{"error": CODE, "message": TEXT}`.
@@ -9,16 +10,19 @@ public struct APIError: Error, Sendable, Equatable {
     public var message: String
     /// Seconds after which a refused request may succeed (`Retry-After`).
     public var retryAfter: Int?
+    /// The methods the path has, for a `405` (`Allow`).
+    public var allow: String?
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, retryAfter: Int? = nil) {
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, retryAfter: Int? = nil, allow: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.retryAfter = retryAfter
+        self.allow = allow
     }
 
     /// One line per refused request, wherever it was answered.
-    func logRefusal(method: HTTPRequest.Method, path: String, logger: Logger) {
+    func logRefusal(method: some CustomStringConvertible, path: String, logger: Logger) {
         logger.notice("refused \(method) \(path): \(status.code) \(code): \(message)")
     }
 
@@ -48,5 +52,39 @@ public struct APIError: Error, Sendable, Equatable {
 
     static func bodyTooLarge(limit: Int) -> Self {
         Self(.contentTooLarge, "body_too_large", "The body exceeds the limit of \(limit) bytes.")
+    }
+
+    // MARK: - Refusals of the connection layer
+
+    static let requestTimeout = Self(.requestTimeout, "request_timeout", "The request did not arrive in time.")
+
+    static func malformed(_ error: HTTPParserError) -> Self {
+        if case .headerOverflow = error {
+            return Self(.requestHeaderFieldsTooLarge, "head_too_large", "The request head is too large.")
+        }
+        return Self(.badRequest, "malformed_request", "The request is not valid HTTP/1.1 (\(error)).")
+    }
+
+    static func headTooLarge(limit: Int) -> Self {
+        Self(.requestHeaderFieldsTooLarge, "head_too_large", "The request head exceeds the limit of \(limit) bytes.")
+    }
+
+    static func badHost(count: Int) -> Self {
+        Self(.badRequest, "bad_host", count == 0 ? "An HTTP/1.1 request needs a Host header." : "A request has one Host header, not \(count).")
+    }
+
+    static let conflictingFraming = Self(
+        .badRequest, "conflicting_framing", "A request has Content-Length or Transfer-Encoding, not both.")
+
+    static func unsupportedTransferCoding(_ codings: String) -> Self {
+        Self(.notImplemented, "unsupported_transfer_encoding", "Transfer-Encoding \(codings) is not supported; only chunked is.")
+    }
+
+    static func unsupportedExpectation(_ expectation: String) -> Self {
+        Self(.expectationFailed, "unsupported_expectation", "Expect: \(expectation) is not supported; only 100-continue is.")
+    }
+
+    static func methodNotAllowed(_ method: String, allow: String) -> Self {
+        Self(.methodNotAllowed, "method_not_allowed", "\(method) is not allowed here; allowed: \(allow).", allow: allow)
     }
 }

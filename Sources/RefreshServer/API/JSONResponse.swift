@@ -44,6 +44,7 @@ enum JSONResponse {
     static func errorPayload(_ error: APIError, acceptsGzip: @autoclosure () -> Bool) -> JSONPayload {
         var headers: HTTPFields = [:]
         if let retryAfter = error.retryAfter { headers[.retryAfter] = String(retryAfter) }
+        if let allow = error.allow { headers[.allow] = allow }
         return payload(error.status, acceptsGzip: acceptsGzip(), headers: headers) { json in
             json.beginObject()
             json.field("error", error.code)

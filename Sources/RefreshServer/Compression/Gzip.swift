@@ -1,11 +1,19 @@
 import CompressNIO
 import HTTPTypes
+import NIOHTTP1
 import NIOCore
 
 enum Gzip {
     /// Whether the request's `Accept-Encoding` allows gzip (and does not refuse it with q=0).
     static func accepted(by request: HTTPRequest) -> Bool {
-        guard let header = request.headerFields[.acceptEncoding] else { return false }
+        request.headerFields[.acceptEncoding].map(accepted(encodings:)) ?? false
+    }
+
+    static func accepted(by headers: HTTPHeaders) -> Bool {
+        headers.first(name: "accept-encoding").map(accepted(encodings:)) ?? false
+    }
+
+    private static func accepted(encodings header: String) -> Bool {
         for part in header.split(separator: ",") {
             let pieces = part.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             guard let coding = pieces.first, coding == "gzip" || coding == "x-gzip" || coding == "*" else { continue }

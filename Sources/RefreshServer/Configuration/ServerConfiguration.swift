@@ -25,6 +25,28 @@ public struct ServerConfiguration: Sendable {
     public var maxSamplesPerSecond = 300.0
     /// Sessions alive at once (503 with Retry-After beyond).
     public var maxSessions = 20_000
+    /// Sessions one client address may hold (429 with Retry-After beyond), so one client
+    /// cannot take what all share.
+    public var maxSessionsPerClient = 256
+    /// Event streams open at once; one more is told to come back later (`200` with a
+    /// jittered `retry:`, then closed: a browser's EventSource retries by itself).
+    public var maxStreams = 50_000
+    /// Event streams one client address may hold open, answered like ``maxStreams``.
+    public var maxStreamsPerClient = 256
+    /// Addresses (or CIDR networks) of proxies whose `X-Forwarded-For` names the client;
+    /// from anyone else the header is ignored.
+    public var trustedProxies: [String] = []
+
+    /// A request head (and then its body) must arrive within this long of its first byte,
+    /// or it is answered 408 and the connection closes.
+    public var requestHeadTimeout: Duration = .seconds(10)
+    /// A kept-alive connection without a request for this long is closed.
+    public var idleTimeout: Duration = .seconds(60)
+    /// Largest request head (request line and header fields; 431 beyond).
+    public var maxHeadBytes = 16 * 1024
+    /// After its last answer a connection closes its output, then drops what the client
+    /// still sends for at most this long, so the client reads the answer, not a reset.
+    public var lingerTimeout: Duration = .milliseconds(500)
     /// A session with no request and no open stream for this long ends.
     public var sessionIdleTimeout: Duration = .seconds(600)
     /// Events kept per session for replay after a reconnect (`reset` beyond).
@@ -35,7 +57,9 @@ public struct ServerConfiguration: Sendable {
     /// reading holds little memory, and when it resumes it gets the newest state rather than
     /// a backlog of stale ones (its events wait in the session's log, where states coalesce).
     public var streamSendBufferBytes = 64 * 1024
-    /// The `retry:` delay browsers wait before reconnecting.
+    /// The `retry:` delay browsers wait before reconnecting; each stream is told a value
+    /// between this and twice it, so pages that lose the server together come back spread
+    /// out. A stream refused for overload is told between twice and six times it.
     public var reconnectDelayMilliseconds = 1000
     /// A refresh or load-more still running after this long ends as failed.
     public var actionTimeout: Duration = .seconds(30)
@@ -60,5 +84,29 @@ public struct ServerConfiguration: Sendable {
     /// Listening on loopback only: local programs may publish without a token.
     public var listensOnLoopbackOnly: Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// Throws a ``ConfigurationError`` naming the first setting that cannot work.
+    public func validate() throws {
+        _ = try validatedTrustedProxies()
+    }
+
+    /// The trusted proxies, parsed; a clear error naming the one that is not an address.
+    func validatedTrustedProxies() throws -> TrustedProxies {
+        try TrustedProxies(trustedProxies.map { text in
+            guard let network = TrustedProxies.Network(text) else {
+                throw ConfigurationError("trusted proxy '\(text)' is not an IP address or a CIDR network (such as 10.0.0.0/8)")
+            }
+            return network
+        })
+    }
+}
+
+/// A setting that cannot work, named in the message.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public let description: String
+
+    init(_ description: String) {
+        self.description = description
     }
 }

@@ -2,11 +2,10 @@ import Logging
 import NIOCore
 import NIOExtras
 import NIOHTTP1
-import NIOHTTPTypesHTTP1
 import NIOPosix
 import ServiceLifecycle
 
-/// Listens, and gives every connection NIO's HTTP/1.1 codec and a ``SessionConnectionHandler``.
+/// Listens, and gives every connection NIO's HTTP/1.1 request decoder and a ``ConnectionHandler``.
 ///
 /// There is no task per connection: an idle connection or an open event stream costs its
 /// channel and handlers only, and a task exists only while the router answers a request.
@@ -16,7 +15,9 @@ struct HTTPServer: Service {
     let host: String
     let port: Int
     let group: any EventLoopGroup
-    let makeHandler: @Sendable () -> SessionConnectionHandler
+    let maxHeadBytes: Int
+    let logger: Logger
+    let makeHandler: @Sendable () -> ConnectionHandler
     let onServerRunning: @Sendable (Int) async -> Void
 
     func run() async throws {
@@ -26,19 +27,24 @@ struct HTTPServer: Service {
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(quiescing.makeServerChannelHandler(channel: channel))
+                    let pipeline = channel.pipeline.syncOperations
+                    try pipeline.addHandler(AcceptBackoff(logger: logger))
+                    try pipeline.addHandler(quiescing.makeServerChannelHandler(channel: channel))
                 }
             }
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    // Two handlers: the decoder, and the handler that answers and writes bytes
+                    // straight to the socket. The decoder refuses a head past the limit while
+                    // it still arrives.
+                    var limits = NIOHTTPDecoderLimitConfiguration()
+                    limits.maxHeaderListSize = maxHeadBytes
+                    limits.maxHeaderFieldSize = maxHeadBytes
                     let pipeline = channel.pipeline.syncOperations
-                    // Responses are checked as HTTPTypes values already; requests are answered one at
-                    // a time by the handler, so NIO's pipelining helper would only add a hop.
-                    try pipeline.configureHTTPServerPipeline(
-                        withPipeliningAssistance: false, withErrorHandling: true, withOutboundHeaderValidation: false)
-                    try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                    try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(
+                        leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: limits)))
                     try pipeline.addHandler(makeHandler())
                 }
             }

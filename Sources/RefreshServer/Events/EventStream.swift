@@ -6,8 +6,7 @@ import NIOCore
 /// HTTP chunks ready for the socket: the chunk of the log's frames that every plain stream
 /// at the same place shares, a per-connection gzip block, or a keepalive comment.
 struct EventStream {
-    let session: Session
-    let listener: any EventListener
+    private let subscription: Subscription
     private var cursor: UInt64
     private let gzip: GzipStream?
     private var lastWrite: ContinuousClock.Instant
@@ -16,10 +15,12 @@ struct EventStream {
     /// The response head and the first chunk (the `retry:` line and the catch-up), or
     /// `nil` when the session ended meanwhile.
     static func open(
-        session: Session, listener: any EventListener, lastEventID: UInt64?, gzip: Bool, configuration: ServerConfiguration
+        session: Session, listener: any EventListener, ticket: StreamGate.Ticket, lastEventID: UInt64?, gzip: Bool,
+        configuration: ServerConfiguration
     ) throws -> (stream: EventStream, head: HTTPResponse, opening: ByteBuffer)? {
         let gzip = try gzip ? GzipStream() : nil
         guard let (initial, cursor) = session.subscribe(listener, lastEventID: lastEventID, now: .now) else { return nil }
+        let subscription = Subscription(session: session, listener: listener, ticket: ticket)
         var headers: HTTPFields = [
             .contentType: "text/event-stream; charset=utf-8",
             .cacheControl: "no-store",
@@ -30,17 +31,18 @@ struct EventStream {
         ]
         if gzip != nil { headers[.contentEncoding] = "gzip" }
         var stream = EventStream(
-            session: session, listener: listener, cursor: cursor, gzip: gzip,
+            subscription: subscription, cursor: cursor, gzip: gzip,
             // A wake with nothing new is the keepalive tick; only a stream quiet for at
             // least half the interval needs a comment.
             lastWrite: .now, quietEnough: configuration.keepaliveInterval / 2)
-        let retry = ByteBuffer(string: "retry: \(configuration.reconnectDelayMilliseconds)\n\n")
+        let retry = ByteBuffer(string: "retry: \(Self.jitteredRetry(configuration, overloaded: false))\n\n")
         let opening = try stream.chunk([retry] + initial.map(\.frame))
         return (stream, HTTPResponse(status: .ok, headerFields: headers), opening)
     }
 
     /// The chunk a wake-up has to write, if any.
     mutating func woken(_ reason: Wakeup.Reason, replay: inout ReplayCache) throws -> ByteBuffer? {
+        let session = subscription.session
         let answer = replay.events(after: cursor, newest: { session.lastEventID }, lookup: { session.events(after: $0) })
         cursor = answer.cursor
         if let shared = answer.chunk {
@@ -73,4 +75,44 @@ struct EventStream {
 
     static let keepalive = ByteBuffer(string: ": keepalive\n\n")
     static let keepaliveChunk = HTTPChunk.frame([keepalive])
+
+    /// The `retry:` a stream is told: between the configured delay and twice it, so pages
+    /// that lose the server at the same instant come back spread out; a stream refused for
+    /// overload waits longer, between twice and six times it.
+    static func jitteredRetry(_ configuration: ServerConfiguration, overloaded: Bool) -> Int {
+        let base = max(1, configuration.reconnectDelayMilliseconds)
+        return overloaded ? Int.random(in: 2 * base...6 * base) : Int.random(in: base...2 * base)
+    }
+
+    /// The complete answer to a stream the server cannot take now: `200` (any other status
+    /// would close a browser's `EventSource` for good), a jittered `retry:` and nothing else;
+    /// then the connection closes and the browser comes back later by itself.
+    static func overloadAnswer(_ configuration: ServerConfiguration) -> JSONPayload {
+        let body = ByteBuffer(string: ": the server is busy; come back later\nretry: \(jitteredRetry(configuration, overloaded: true))\n\n")
+        let headers: HTTPFields = [
+            .contentType: "text/event-stream; charset=utf-8",
+            .cacheControl: "no-store",
+            .accelBuffering: "no",
+            .contentLength: String(body.readableBytes),
+        ]
+        return JSONPayload(status: .ok, headers: headers, body: body)
+    }
+}
+
+/// A stream's hold on its session and on its place among the open streams: both are let go
+/// exactly once, when the stream is dropped, however its connection ended.
+private final class Subscription {
+    let session: Session
+    let listener: any EventListener
+    let ticket: StreamGate.Ticket
+
+    init(session: Session, listener: any EventListener, ticket: StreamGate.Ticket) {
+        self.session = session
+        self.listener = listener
+        self.ticket = ticket
+    }
+
+    deinit {
+        session.unsubscribe(listener, now: .now)
+    }
 }

@@ -4,7 +4,9 @@ import RefreshEngine
 
 /// `/api/sessions/…`: create, show and end a session, ask for actions. Posting samples and
 /// the event stream are ``HotRoutes``, answered on the connection's event loop.
-struct SessionRoutes<Context: RequestContext>: Sendable {
+struct SessionRoutes: Sendable {
+    typealias Context = ServerRequestContext
+
     let sessions: SessionStore
     let configuration: ServerConfiguration
 
@@ -25,7 +27,7 @@ struct SessionRoutes<Context: RequestContext>: Sendable {
     @Sendable func create(_ request: Request, context: Context) async throws -> Response {
         let body = try await RequestBodyReader.json(request, limit: configuration.maxBodyBytes, allowEmpty: true)
         let config = try ConfigDecoding.decode(body)
-        let session = try sessions.create(config: config)
+        let session = try sessions.create(config: config, client: context.client)
         let events = "/api/sessions/\(session.id)/events"
         return JSONResponse.make(.created, request: request, headers: [.location: "/api/sessions/\(session.id)"]) { json in
             json.beginObject()

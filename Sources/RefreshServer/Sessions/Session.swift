@@ -10,6 +10,8 @@ import Synchronization
 public final class Session: Sendable {
     public let id: String
     public let config: RefreshConfig
+    /// The address that created it, whose per-client limit it counts against.
+    let client: String
     private let runner: ActionRunner
     private let state: Mutex<State>
 
@@ -31,9 +33,10 @@ public final class Session: Sendable {
         var ended = false
     }
 
-    init(id: String, config: RefreshConfig, runner: ActionRunner, limits: ServerConfiguration, now: ContinuousClock.Instant) {
+    init(id: String, config: RefreshConfig, client: String, runner: ActionRunner, limits: ServerConfiguration, now: ContinuousClock.Instant) {
         self.id = id
         self.config = config
+        self.client = client
         self.runner = runner
         self.state = Mutex(State(
             engine: RefreshEngine(config: config),

@@ -1,9 +1,22 @@
 import RefreshEngine
 import Synchronization
 
-/// All live sessions, by id, within the configured limits.
+/// All live sessions, by id, within the configured limits: in all, and per client address,
+/// so one client cannot take every session the server allows.
 public final class SessionStore: Sendable {
-    private let sessions = Mutex<[String: Session]>([:])
+    private struct Registry {
+        var sessions: [String: Session] = [:]
+        var perClient: [String: Int] = [:]
+
+        mutating func remove(_ id: String) -> Session? {
+            guard let session = sessions.removeValue(forKey: id) else { return nil }
+            let left = perClient[session.client, default: 1] - 1
+            perClient[session.client] = left > 0 ? left : nil
+            return session
+        }
+    }
+
+    private let registry = Mutex(Registry())
     private let runner: ActionRunner
     private let limits: ServerConfiguration
 
@@ -12,30 +25,39 @@ public final class SessionStore: Sendable {
         self.limits = limits
     }
 
-    var count: Int { sessions.withLock { $0.count } }
+    var count: Int { registry.withLock { $0.sessions.count } }
 
-    func create(config: RefreshConfig) throws(APIError) -> Session {
-        let session = Session(id: Self.newID(), config: config, runner: runner, limits: limits, now: .now)
-        try sessions.withLock { (sessions) throws(APIError) in
-            guard sessions.count < limits.maxSessions else {
+    /// A new session for `client` (its address, see ``TrustedProxies``).
+    func create(config: RefreshConfig, client: String) throws(APIError) -> Session {
+        let session = Session(id: Self.newID(), config: config, client: client, runner: runner, limits: limits, now: .now)
+        try registry.withLock { (registry) throws(APIError) in
+            guard registry.sessions.count < limits.maxSessions else {
                 throw APIError(
                     .serviceUnavailable, "too_many_sessions",
                     "The server holds its maximum of \(limits.maxSessions) sessions; try again shortly.",
                     retryAfter: 5)
             }
-            sessions[session.id] = session
+            let mine = registry.perClient[client, default: 0]
+            guard mine < limits.maxSessionsPerClient else {
+                throw APIError(
+                    .tooManyRequests, "too_many_sessions_for_client",
+                    "This client holds its maximum of \(limits.maxSessionsPerClient) sessions; end one or wait for one to expire.",
+                    retryAfter: 10)
+            }
+            registry.sessions[session.id] = session
+            registry.perClient[client] = mine + 1
         }
         return session
     }
 
     func session(_ id: String) throws(APIError) -> Session {
-        guard let session = sessions.withLock({ $0[id] }) else { throw .sessionNotFound(id) }
+        guard let session = registry.withLock({ $0.sessions[id] }) else { throw .sessionNotFound(id) }
         return session
     }
 
     /// Ends a session; `false` when there was none.
     func end(_ id: String) -> Bool {
-        guard let session = sessions.withLock({ $0.removeValue(forKey: id) }) else { return false }
+        guard let session = registry.withLock({ $0.remove(id) }) else { return false }
         session.end()
         return true
     }
@@ -44,9 +66,9 @@ public final class SessionStore: Sendable {
     @discardableResult
     func expireIdle(now: ContinuousClock.Instant = .now) -> Int {
         let deadline = now - limits.sessionIdleTimeout
-        let expired = sessions.withLock { sessions -> [Session] in
-            let idle = sessions.values.filter { $0.isIdle(since: deadline) }
-            for session in idle { sessions.removeValue(forKey: session.id) }
+        let expired = registry.withLock { registry -> [Session] in
+            let idle = registry.sessions.values.filter { $0.isIdle(since: deadline) }
+            for session in idle { _ = registry.remove(session.id) }
             return idle
         }
         for session in expired { session.end() }
@@ -55,7 +77,7 @@ public final class SessionStore: Sendable {
 
     /// The keepalive tick for every open stream.
     func tick() {
-        for session in sessions.withLock({ Array($0.values) }) { session.tick() }
+        for session in registry.withLock({ Array($0.sessions.values) }) { session.tick() }
     }
 
     /// 128 random bits, hex: unguessable, so a session id is its own capability.

@@ -1,0 +1,83 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import NIOCore
+
+/// Who a request comes from, for the limits every client address shares. The socket's peer
+/// is the client, unless the peer is a proxy the operator trusts (`--trusted-proxy`): then
+/// the client is the nearest address in `X-Forwarded-For` that is not itself a trusted proxy.
+/// A client cannot escape its limits by sending the header itself: from an untrusted peer it
+/// is ignored.
+struct TrustedProxies: Sendable {
+    /// An address, or a network in CIDR form (`10.0.0.0/8`, `fd00::/8`).
+    struct Network: Sendable, Equatable {
+        let bytes: [UInt8]
+        let prefixLength: Int
+
+        init?(_ text: String) {
+            let parts = text.split(separator: "/", maxSplits: 1)
+            guard let address = parts.first, let bytes = Self.parse(String(address)) else { return nil }
+            let length = parts.count == 2 ? Int(parts[1]) : bytes.count * 8
+            guard let length, (0...bytes.count * 8).contains(length) else { return nil }
+            self.bytes = bytes
+            self.prefixLength = length
+        }
+
+        func contains(_ address: [UInt8]) -> Bool {
+            guard address.count == bytes.count else { return false }
+            var remaining = prefixLength
+            for (mine, theirs) in zip(bytes, address) where remaining > 0 {
+                let bits = min(8, remaining)
+                let mask = UInt8(truncatingIfNeeded: 0xFF << (8 - bits))
+                if mine & mask != theirs & mask { return false }
+                remaining -= bits
+            }
+            return true
+        }
+
+        /// The address's bytes (4 for IPv4, 16 for IPv6); IPv4-mapped IPv6 becomes IPv4.
+        static func parse(_ text: String) -> [UInt8]? {
+            var v4 = in_addr()
+            if inet_pton(AF_INET, text, &v4) == 1 {
+                return withUnsafeBytes(of: &v4) { Array($0) }
+            }
+            var v6 = in6_addr()
+            guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
+            let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+            if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF { return Array(bytes[12...]) }
+            return bytes
+        }
+    }
+
+    let networks: [Network]
+
+    init(_ networks: [Network] = []) {
+        self.networks = networks
+    }
+
+    func trusts(_ address: [UInt8]) -> Bool {
+        networks.contains { $0.contains(address) }
+    }
+
+    /// The client's address as a key for its limits.
+    func client(peer: SocketAddress?, forwardedFor: [String]) -> String {
+        guard let peerText = peer?.ipAddress else { return "local" }
+        guard !networks.isEmpty, !forwardedFor.isEmpty, let peerBytes = Network.parse(peerText), trusts(peerBytes) else {
+            return Self.canonical(peerText)
+        }
+        // Right to left: each trusted hop vouches for the one before it.
+        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { String($0.filter { $0 != " " && $0 != "\t" }) }
+        for hop in hops.reversed() {
+            guard let bytes = Network.parse(hop) else { break }
+            if !trusts(bytes) { return Self.canonical(hop) }
+        }
+        return Self.canonical(peerText)
+    }
+
+    private static func canonical(_ text: String) -> String {
+        guard let bytes = Network.parse(text) else { return text }
+        return bytes.map { String($0) }.joined(separator: bytes.count == 4 ? "." : ":")
+    }
+}

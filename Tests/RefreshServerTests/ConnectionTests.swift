@@ -1,0 +1,497 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import RefreshEngine
+import Testing
+@testable import RefreshServer
+
+/// The connection layer, bytes in and bytes out: NIO's decoder and ``ConnectionHandler`` on
+/// a testing channel whose clock only moves when told, so deadlines are tested without
+/// sleeping. Every answer is checked on the wire, in order.
+@Suite struct ConnectionTests {
+    /// Counts the reads the handler lets through to the socket.
+    final class ReadCounter: ChannelOutboundHandler, @unchecked Sendable {
+        // Only touched on the testing channel's event loop, and read there by the test.
+        typealias OutboundIn = Any
+        var reads = 0
+
+        func read(context: ChannelHandlerContext) {
+            reads += 1
+            context.read()
+        }
+    }
+
+    /// A connection with a live session store behind it. The router answers every routed
+    /// request with `200` and the path, after `routerDelay`.
+    struct Connection {
+        let channel: NIOAsyncTestingChannel
+        let routes: HotRoutes
+        let reads: ReadCounter
+        let configuration: ServerConfiguration
+
+        init(
+            _ adjust: (inout ServerConfiguration) -> Void = { _ in }, routerDelay: Duration = .zero,
+            routerBody: (@Sendable (String) -> ResponseBody)? = nil
+        ) async throws {
+            var configuration = ServerConfiguration()
+            configuration.maxBodyBytes = 256
+            configuration.maxHeadBytes = 1024
+            configuration.requestHeadTimeout = .seconds(10)
+            configuration.idleTimeout = .seconds(60)
+            configuration.lingerTimeout = .milliseconds(500)
+            adjust(&configuration)
+            self.configuration = configuration
+            let sessions = SessionStore(runner: ActionRunner(feed: MemoryFeed(), configuration: configuration), limits: configuration)
+            routes = HotRoutes(
+                sessions: sessions, streams: StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient),
+                proxies: TrustedProxies(), configuration: configuration, logger: Logger(label: "test")
+            ) { request, _ in
+                if routerDelay > .zero { try await Task.sleep(for: routerDelay) }
+                let path = request.uri.path
+                return Response(status: .ok, headers: [.contentType: "text/plain"], body: routerBody?(path) ?? ResponseBody(byteBuffer: ByteBuffer(string: path)))
+            }
+            reads = ReadCounter()
+            channel = NIOAsyncTestingChannel()
+            var decoderLimits = NIOHTTPDecoderLimitConfiguration()
+            decoderLimits.maxHeaderListSize = configuration.maxHeadBytes
+            decoderLimits.maxHeaderFieldSize = configuration.maxHeadBytes
+            let limits = decoderLimits
+            try await channel.testingEventLoop.executeInContext { [channel, reads, routes] in
+                let handler = ConnectionHandler(routes: routes)
+                let pipeline = channel.pipeline.syncOperations
+                try pipeline.addHandler(reads)
+                try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(
+                    leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: limits)))
+                try pipeline.addHandler(handler)
+            }
+            try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.9", port: 5000)).get()
+        }
+
+        func send(_ text: String) async throws {
+            try await channel.writeInbound(ByteBuffer(string: text))
+        }
+
+        /// Everything written so far, as text.
+        func written() async throws -> String {
+            var text = ""
+            while let buffer = try await channel.readOutbound(as: ByteBuffer.self) {
+                text += String(buffer: buffer)
+            }
+            return text
+        }
+
+        /// Waits until the written text contains `count` responses (status lines).
+        func answers(_ count: Int, seconds: Double = 5) async throws -> String {
+            var text = ""
+            let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+            while text.components(separatedBy: "HTTP/1.1 ").count - 1 < count {
+                if ContinuousClock.now > deadline { throw TestFailure("only: \(text)") }
+                if let buffer = try await channel.readOutbound(as: ByteBuffer.self) {
+                    text += String(buffer: buffer)
+                } else {
+                    try await Task.sleep(for: .milliseconds(5))
+                    await channel.testingEventLoop.run()
+                }
+            }
+            return text + (try await written())
+        }
+
+        func fire(_ event: Any & Sendable) async throws {
+            try await channel.testingEventLoop.executeInContext { [channel] in
+                channel.pipeline.syncOperations.fireUserInboundEventTriggered(event)
+            }
+        }
+
+        var isOpen: Bool { channel.isActive }
+
+        func session() throws -> Session {
+            try routes.sessions.create(config: Preset.standard.config, client: "test")
+        }
+    }
+
+    static func get(_ path: String, _ extra: String = "") -> String {
+        "GET \(path) HTTP/1.1\r\nHost: x\r\n\(extra)\r\n"
+    }
+
+    static func post(_ path: String, _ body: String, _ extra: String = "") -> String {
+        "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.utf8.count)\r\n\(extra)\r\n\(body)"
+    }
+
+    static func statuses(_ text: String) -> [Int] {
+        text.components(separatedBy: "HTTP/1.1 ").dropFirst().compactMap { Int($0.prefix(3)) }
+    }
+
+    // MARK: - Answers and order
+
+    @Test func aRoutedRequestIsAnsweredAndTheConnectionStaysOpen() async throws {
+        let connection = try await Connection()
+        try await connection.send(Self.get("/healthz"))
+        let reply = try await connection.answers(1)
+        #expect(reply.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(reply.contains("Content-Length: 8\r\n"))
+        #expect(reply.contains("Server: refresh-server\r\n"))
+        #expect(reply.hasSuffix("\r\n\r\n/healthz"))
+        #expect(!reply.contains("Connection: close"))
+        #expect(connection.isOpen)
+    }
+
+    @Test func aSampleIsAnsweredOnTheEventLoopWithItsState() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        try await connection.send(Self.post("/api/sessions/\(session.id)/samples", #"{"seq":1,"y":-30}"#))
+        let reply = try await connection.written()
+        #expect(Self.statuses(reply) == [200])
+        #expect(reply.contains(#"{"state":{"edge":"top","phase":"pulling""#))
+        #expect(connection.isOpen)
+    }
+
+    @Test func pipelinedRequestsAreAnsweredInTheOrderAsked() async throws {
+        let connection = try await Connection(routerDelay: .milliseconds(20))
+        let session = try connection.session()
+        let sample = Self.post("/api/sessions/\(session.id)/samples", #"{"seq":1,"y":-30}"#)
+        try await connection.send(Self.get("/first") + sample + Self.get("/third"))
+        let replies = try await connection.answers(3)
+        let first = try #require(replies.range(of: "/first"))
+        let second = try #require(replies.range(of: #"{"state""#))
+        let third = try #require(replies.range(of: "/third"))
+        #expect(first.lowerBound < second.lowerBound && second.lowerBound < third.lowerBound)
+        #expect(Self.statuses(replies) == [200, 200, 200])
+    }
+
+    @Test func whileTheRouterAnswersNothingMoreIsRead() async throws {
+        let connection = try await Connection(routerDelay: .milliseconds(50))
+        let before = connection.reads.reads
+        try await connection.send(Self.get("/slow"))
+        // The socket asks to read again after the bytes; the pending answer withholds it.
+        try await connection.channel.testingEventLoop.executeInContext { [channel = connection.channel] in
+            channel.pipeline.read()
+        }
+        #expect(connection.reads.reads == before)
+        _ = try await connection.answers(1)
+        #expect(connection.reads.reads > before)
+    }
+
+    @Test func aMalformedRequestIsRefusedAfterTheAnswersBeforeItThenTheConnectionCloses() async throws {
+        let connection = try await Connection(routerDelay: .milliseconds(20))
+        try await connection.send(Self.get("/before") + "NOT HTTP AT ALL\r\n\r\n")
+        let replies = try await connection.answers(2)
+        #expect(Self.statuses(replies) == [200, 400])
+        let first = try #require(replies.range(of: "/before"))
+        let refusal = try #require(replies.range(of: "HTTP/1.1 400"))
+        #expect(first.lowerBound < refusal.lowerBound)
+        #expect(replies.contains(#""error":"malformed_request""#))
+        #expect(replies.contains("Connection: close"))
+        await connection.channel.testingEventLoop.run()
+        #expect(!connection.isOpen)
+    }
+
+    @Test func connectionCloseIsHonouredAndSaid() async throws {
+        let connection = try await Connection()
+        try await connection.send(Self.get("/bye", "Connection: close\r\n"))
+        let reply = try await connection.answers(1)
+        #expect(reply.contains("Connection: close\r\n"))
+        await connection.channel.testingEventLoop.run()
+        #expect(!connection.isOpen)
+    }
+
+    @Test func anHTTP10RequestClosesUnlessItAsksToBeKeptAlive() async throws {
+        let connection = try await Connection()
+        try await connection.send("GET /old HTTP/1.0\r\n\r\n")
+        let reply = try await connection.answers(1)
+        #expect(reply.contains("Connection: close\r\n"))
+        await connection.channel.testingEventLoop.run()
+        #expect(!connection.isOpen)
+    }
+
+    @Test func aChunkedBodyOverTheLimitIs413AndTheNextRequestIsStillAnswered() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        let big = String(repeating: "x", count: 300)
+        let chunked = "POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + String(big.utf8.count, radix: 16) + "\r\n" + big + "\r\n0\r\n\r\n"
+        try await connection.send(chunked + Self.get("/next"))
+        let replies = try await connection.answers(2)
+        #expect(Self.statuses(replies) == [413, 200])
+        #expect(replies.contains(#""error":"body_too_large""#))
+        #expect(replies.hasSuffix("/next"))
+        #expect(connection.isOpen)
+    }
+
+    @Test func aContentLengthOverTheLimitIsRefusedBeforeTheBody() async throws {
+        let connection = try await Connection()
+        try await connection.send("POST /api/items HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+        let reply = try await connection.written()
+        #expect(Self.statuses(reply) == [413])
+    }
+
+    // MARK: - HTTP/1.1 conformance
+
+    @Test(arguments: [
+        ("GET / HTTP/1.1\r\n\r\n", 400, "bad_host", true),
+        ("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "bad_host", true),
+        ("POST /api/items HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, "unsupported_transfer_encoding", false),
+        ("GET / HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n", 417, "unsupported_expectation", true),
+        ("PUT /api/items HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 405, "method_not_allowed", true),
+        ("GET /api/sessions/abc/samples HTTP/1.1\r\nHost: x\r\n\r\n", 405, "method_not_allowed", true),
+        ("GET /\(String(repeating: "a", count: 1100)) HTTP/1.1\r\nHost: x\r\n\r\n", 431, "head_too_large", false),
+        ("GET / HTTP/1.1\r\nHost: x\r\nX-Pad: \(String(repeating: "p", count: 1100))\r\n\r\n", 431, "head_too_large", false),
+    ])
+    func aNonConformingRequestIsRefusedWithAJSONError(request: String, status: Int, code: String, staysOpen: Bool) async throws {
+        let connection = try await Connection()
+        try await connection.send(request)
+        let reply = try await connection.answers(1)
+        #expect(Self.statuses(reply) == [status])
+        #expect(reply.contains(#""error":"\#(code)""#))
+        await connection.channel.testingEventLoop.run()
+        #expect(connection.isOpen == staysOpen)
+        if staysOpen {
+            try await connection.send(Self.get("/after"))
+            #expect(Self.statuses(try await connection.answers(1)) == [200])
+        } else {
+            #expect(reply.contains("Connection: close"))
+        }
+    }
+
+    @Test func aMethodNotAllowedNamesTheMethodsThePathHas() async throws {
+        let connection = try await Connection()
+        try await connection.send("DELETE /api/items HTTP/1.1\r\nHost: x\r\n\r\n")
+        let reply = try await connection.answers(1)
+        #expect(reply.contains("Allow: GET, POST\r\n"))
+    }
+
+    @Test func contentLengthWithTransferEncodingIsRefusedAndCloses() async throws {
+        let connection = try await Connection()
+        try await connection.send("POST /api/items HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+        let reply = try await connection.answers(1)
+        #expect(Self.statuses(reply) == [400])
+        await connection.channel.testingEventLoop.run()
+        #expect(!connection.isOpen)
+    }
+
+    @Test func expect100ContinueGetsAContinueThenTheAnswer() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        let body = #"{"seq":1,"y":-10}"#
+        try await connection.send(
+            "POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.utf8.count)\r\nExpect: 100-continue\r\n\r\n")
+        #expect(try await connection.written() == "HTTP/1.1 100 Continue\r\n\r\n")
+        try await connection.send(body)
+        #expect(Self.statuses(try await connection.written()) == [200])
+    }
+
+    @Test func expect100ContinueWithABodyOverTheLimitIsRefusedWithoutAContinue() async throws {
+        let connection = try await Connection()
+        try await connection.send("POST /api/items HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n")
+        let reply = try await connection.written()
+        #expect(Self.statuses(reply) == [413])
+        #expect(!reply.contains("100 Continue"))
+        await connection.channel.testingEventLoop.run()
+        #expect(!connection.isOpen)
+    }
+
+    // MARK: - Half-close and quiescing
+
+    @Test func aHalfCloseWhileIdleClosesTheConnection() async throws {
+        let connection = try await Connection()
+        try await connection.fire(ChannelEvent.inputClosed)
+        #expect(!connection.isOpen)
+    }
+
+    @Test func aRequestThenAHalfCloseIsAnsweredThenClosed() async throws {
+        let connection = try await Connection(routerDelay: .milliseconds(20))
+        try await connection.send(Self.get("/last"))
+        try await connection.fire(ChannelEvent.inputClosed)
+        #expect(connection.isOpen)
+        let reply = try await connection.answers(1)
+        #expect(reply.hasSuffix("/last"))
+        await connection.channel.testingEventLoop.run()
+        #expect(!connection.isOpen)
+    }
+
+    @Test func quiescingClosesAnIdleConnection() async throws {
+        let connection = try await Connection()
+        try await connection.send(Self.get("/one"))
+        _ = try await connection.answers(1)
+        try await connection.fire(ChannelShouldQuiesceEvent())
+        await connection.channel.testingEventLoop.run()
+        #expect(!connection.isOpen)
+    }
+
+    @Test func quiescingAnswersTheRequestInProgressWithConnectionClose() async throws {
+        let connection = try await Connection(routerDelay: .milliseconds(30))
+        try await connection.send(Self.get("/in-progress") + Self.get("/unread"))
+        try await connection.fire(ChannelShouldQuiesceEvent())
+        let reply = try await connection.answers(1)
+        #expect(reply.contains("Connection: close\r\n"))
+        #expect(reply.hasSuffix("/in-progress"))
+        await connection.channel.testingEventLoop.run()
+        #expect(!connection.isOpen)
+        #expect(!reply.contains("/unread"))
+    }
+
+    @Test func quiescingMidBodyAnswersOnceTheBodyIsInThenCloses() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        let body = #"{"seq":1,"y":-10}"#
+        try await connection.send("POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+        try await connection.fire(ChannelShouldQuiesceEvent())
+        try await connection.send(body)
+        let reply = try await connection.written()
+        #expect(Self.statuses(reply) == [200])
+        #expect(reply.contains("Connection: close\r\n"))
+        await connection.channel.testingEventLoop.run()
+        #expect(!connection.isOpen)
+    }
+
+    // MARK: - Deadlines
+
+    @Test func anIdleConnectionClosesAtTheIdleDeadline() async throws {
+        let connection = try await Connection()
+        try await connection.send(Self.get("/one"))
+        _ = try await connection.answers(1)
+        await connection.channel.testingEventLoop.advanceTime(by: .seconds(59))
+        #expect(connection.isOpen)
+        await connection.channel.testingEventLoop.advanceTime(by: .seconds(2))
+        #expect(!connection.isOpen)
+        #expect(try await connection.written().isEmpty)
+    }
+
+    @Test func aHalfSentHeadIsClosedAtTheRequestDeadline() async throws {
+        let connection = try await Connection()
+        try await connection.send("GET /slow HTTP/1.1\r\nHo")
+        await connection.channel.testingEventLoop.advanceTime(by: .seconds(9))
+        #expect(connection.isOpen)
+        await connection.channel.testingEventLoop.advanceTime(by: .seconds(2))
+        #expect(try await connection.written().isEmpty)
+        #expect(!connection.isOpen)
+    }
+
+    @Test func aHeadTrickledAByteAtATimeIsClosedAtTheDeadlineOfItsFirstByte() async throws {
+        let connection = try await Connection()
+        let head = "GET /slow HTTP/1.1\r\nHost: x\r\nX-Long: " + String(repeating: "a", count: 40)
+        for byte in head.prefix(39) {
+            try await connection.send(String(byte))
+            await connection.channel.testingEventLoop.advanceTime(by: .milliseconds(250))
+        }
+        #expect(connection.isOpen)
+        try await connection.send("a")
+        await connection.channel.testingEventLoop.advanceTime(by: .milliseconds(500))
+        #expect(!connection.isOpen)
+    }
+
+    @Test func aBodyThatStallsIsAnswered408() async throws {
+        let connection = try await Connection()
+        try await connection.send("POST /api/items HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{")
+        await connection.channel.testingEventLoop.advanceTime(by: .seconds(11))
+        #expect(Self.statuses(try await connection.written()) == [408])
+        #expect(!connection.isOpen)
+    }
+
+    @Test func aConnectionInUseIsNotClosedByTheDeadlineOfAnEarlierRequest() async throws {
+        let connection = try await Connection()
+        for index in 0..<5 {
+            try await connection.send(Self.get("/\(index)"))
+            _ = try await connection.answers(1)
+            await connection.channel.testingEventLoop.advanceTime(by: .seconds(40))
+        }
+        #expect(connection.isOpen)
+    }
+
+    // MARK: - Event streams
+
+    @Test func aStreamOpensWithItsStateAndEndsCleanlyWhenItsSessionEnds() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        try await connection.send(Self.get("/api/sessions/\(session.id)/events"))
+        let opening = try await connection.written()
+        #expect(opening.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(opening.contains("Transfer-Encoding: chunked\r\n"))
+        #expect(opening.contains("event: state"))
+        #expect(session.openStreams == 1)
+        #expect(connection.routes.sessions.end(session.id))
+        await connection.channel.testingEventLoop.run()
+        #expect(try await connection.written().hasSuffix("0\r\n\r\n"))
+        #expect(!connection.isOpen)
+        #expect(connection.routes.streams.openStreams == 0)
+    }
+
+    @Test func aStalledReaderGetsItsEventsWhenItDrains() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        try await connection.send(Self.get("/api/sessions/\(session.id)/events"))
+        _ = try await connection.written()
+        connection.channel.isWritable = false
+        _ = try session.applySamples([Sample(seq: 1, t: 0, y: -20, phase: .drag)], now: .now)
+        _ = try session.applySamples([Sample(seq: 2, t: 16, y: -40, phase: .drag)], now: .now)
+        await connection.channel.testingEventLoop.run()
+        #expect(try await connection.written().isEmpty)
+        connection.channel.isWritable = true
+        try await connection.channel.testingEventLoop.executeInContext { [channel = connection.channel] in
+            channel.pipeline.syncOperations.fireChannelWritabilityChanged()
+        }
+        let resumed = try await connection.written()
+        // The superseded state was coalesced: only the newest is written.
+        #expect(resumed.components(separatedBy: "event: state").count - 1 == 1)
+        #expect(resumed.contains(#""seq":2"#))
+    }
+
+    @Test func aStreamOverCapacityIsToldToComeBackLaterWithA200() async throws {
+        let connection = try await Connection { $0.maxStreamsPerClient = 0 }
+        let session = try connection.session()
+        try await connection.send(Self.get("/api/sessions/\(session.id)/events"))
+        let reply = try await connection.written()
+        #expect(Self.statuses(reply) == [200])
+        #expect(reply.contains("Content-Type: text/event-stream"))
+        #expect(reply.contains("Connection: close\r\n"))
+        let retry = try #require(reply.firstMatch(of: /retry: (\d+)/)).1
+        #expect((2000...6000).contains(Int(retry) ?? 0))
+        #expect(!reply.contains("event:"))
+        await connection.channel.testingEventLoop.run()
+        #expect(!connection.isOpen)
+        #expect(session.openStreams == 0)
+    }
+
+    @Test func aStreamForAnUnknownSessionIs404AndTheConnectionServesOn() async throws {
+        let connection = try await Connection()
+        try await connection.send(Self.get("/api/sessions/nobody/events"))
+        #expect(Self.statuses(try await connection.written()) == [404])
+        try await connection.send(Self.get("/after"))
+        #expect(Self.statuses(try await connection.answers(1)) == [200])
+    }
+
+    @Test func quiescingEndsAStreamCleanly() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        try await connection.send(Self.get("/api/sessions/\(session.id)/events"))
+        _ = try await connection.written()
+        try await connection.fire(ChannelShouldQuiesceEvent())
+        #expect(try await connection.written().hasSuffix("0\r\n\r\n"))
+        await connection.channel.testingEventLoop.run()
+        #expect(!connection.isOpen)
+        #expect(session.openStreams == 0)
+    }
+
+    @Test func aRoutedAnswerOfUnknownLengthIsChunked() async throws {
+        let connection = try await Connection(routerBody: { _ in
+            ResponseBody { writer in
+                try await writer.write(ByteBuffer(string: "one,"))
+                try await writer.write(ByteBuffer(string: String(repeating: "z", count: 2000)))
+                try await writer.finish(nil)
+            }
+        })
+        try await connection.send(Self.get("/chunks"))
+        var reply = try await connection.answers(1)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !reply.hasSuffix("0\r\n\r\n"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+            reply += try await connection.written()
+        }
+        #expect(reply.contains("Transfer-Encoding: chunked\r\n"))
+        #expect(reply.contains("4\r\none,\r\n"))
+        #expect(reply.hasSuffix("0\r\n\r\n"))
+        #expect(connection.isOpen)
+    }
+}
