@@ -5,11 +5,21 @@
 //   <pull-to-refresh preset="default" api="/api"> …your list… </pull-to-refresh>
 //
 // It dispatches `ptr-items` ({op, items, hasMore}), `ptr-reset`, `ptr-done`, `ptr-progress`,
-// `ptr-state` and `ptr-session` events; the page renders the items. Methods: refresh(),
-// loadMore(), cancelRefresh().
+// `ptr-state`, `ptr-session` and `ptr-connection` events; the page renders the items.
+// Methods: refresh(), loadMore(), cancelRefresh().
+//
+// `data-connection` says where the connection stands: "connecting" while the session is
+// being created, "open" while its event stream is up, "lost" while the page tries again
+// (the server busy or out of reach); the `offline` attribute is set while it is "lost".
+// `data-session` is the session's id, `data-phase` and `data-edge` the last state drawn.
 
 import { GestureCapture } from "./gesture.js";
 import { RefreshSession } from "./session.js";
+
+/** An error's message as the end of a sentence, whether or not it brings its own period. */
+function sentence(error) {
+  return `${String(error?.message ?? error).replace(/\.$/, "")}.`;
+}
 
 const template = document.createElement("template");
 template.innerHTML = `
@@ -61,7 +71,9 @@ export class PullToRefreshElement extends HTMLElement {
     this.querySelector(".ptr-load-more").addEventListener("click", () => this.loadMore());
     this.querySelector(".ptr-retry").addEventListener("click", () => {
       this.errorBar.hidden = true;
-      if (this.#lastFailed === "loadMore") this.loadMore();
+      if (!this.#session.id) this.#open();
+      else if (this.#lastFailed === "loadMore") this.loadMore();
+      else if (this.#lastFailed === "cancel") this.cancelRefresh();
       else this.refresh();
     });
 
@@ -83,7 +95,7 @@ export class PullToRefreshElement extends HTMLElement {
     this.#layout = new ResizeObserver(() => this.#session.sample({ y: this.scroller.scrollTop, phase: "scroll", ...this.#heights() }));
     this.#layout.observe(this.content);
     this.#layout.observe(this.scroller);
-    this.#session.open().catch((error) => this.#showError(`Could not reach the server (${error.message}).`, "refresh"));
+    this.#open();
   }
 
   disconnectedCallback() {
@@ -96,16 +108,37 @@ export class PullToRefreshElement extends HTMLElement {
 
   refresh() {
     this.errorBar.hidden = true;
-    return this.#session.refresh();
+    return this.#session.refresh().catch((error) => this.#actionFailed("refresh", error));
   }
 
   cancelRefresh() {
-    return this.#session.cancelRefresh();
+    return this.#session.cancelRefresh().catch((error) => this.#actionFailed("cancel", error));
   }
 
   loadMore() {
     this.errorBar.hidden = true;
-    return this.#session.loadMore();
+    return this.#session.loadMore().catch((error) => this.#actionFailed("loadMore", error));
+  }
+
+  /** A busy or unreachable server is waited for inside the session; this fails only when
+   *  the server refuses the session itself. */
+  #open() {
+    this.#session.open().catch((error) => this.#sessionFailed(error));
+  }
+
+  #sessionFailed(error) {
+    const message = `Could not start the list: ${sentence(error)}`;
+    this.#showError(message, "session");
+    this.#announce(message);
+  }
+
+  /** An action the server stayed too busy for, even after the wait it asked for. */
+  #actionFailed(kind, error) {
+    const what = { refresh: "Could not refresh", loadMore: "Could not load more", cancel: "Could not cancel" }[kind];
+    const message = `${what}: ${sentence(error)}`;
+    this.#showError(message, kind);
+    this.#announce(message);
+    return null;
   }
 
   #heights() {
@@ -133,9 +166,10 @@ export class PullToRefreshElement extends HTMLElement {
       this.dataset.session = event.detail.id;
       this.#session.sample({ y: this.scroller.scrollTop, phase: "scroll", ...this.#heights() });
       // Without infinite scroll nothing would fill an empty list: ask for the first page.
-      if (!event.detail.config.prefetch && this.#itemCount() === 0) session.loadMore();
+      if (!event.detail.config.prefetch && this.#itemCount() === 0) this.loadMore();
     });
     session.addEventListener("session", (event) => this.#emit("session", event.detail));
+    session.addEventListener("error", (event) => this.#sessionFailed(event.detail));
     session.addEventListener("state", (event) => this.#drawState(event.detail));
     session.addEventListener("progress", (event) => {
       const { fraction, message, kind } = event.detail;
@@ -168,7 +202,9 @@ export class PullToRefreshElement extends HTMLElement {
       this.#emit("reset", event.detail);
     });
     session.addEventListener("connection", (event) => {
+      this.dataset.connection = event.detail;
       this.toggleAttribute("offline", event.detail === "lost");
+      this.#emit("connection", event.detail);
     });
   }
 
