@@ -19,12 +19,12 @@ def find(kind, mode, key, value=None):
 rows = []  # (figure, ours, nchan, unit)
 for mode, key in (("l1", None),):
     ours, nchan = find("ours", mode, key), find("nchan", mode, key)
-    for field, label in (("p50us", "p50"), ("p99us", "p99"), ("maxUs", "max")):
-        rows.append((f"L1 POST → SSE event, one stream, {label}", ours and ours[field], nchan and nchan[field], "µs"))
+    for field, label in (("p50us", "p50"), ("p99us", "p99"), ("maxUs", "max"), ("serverCpuPerSampleUs", "server CPU per sample")):
+        rows.append((f"L1 POST → SSE event, one stream, {label}", ours and ours.get(field), nchan and nchan.get(field), "µs"))
 for count in sorted({run["sessions"] for run in runs if run["mode"] == "l2"}):
     ours, nchan = find("ours", "l2", "sessions", count), find("nchan", "l2", "sessions", count)
     for field, label, unit in (("p50us", "p50", "µs"), ("p99us", "p99", "µs"), ("samplesPerSecond", "samples/s", "/s"),
-                               ("serverCpuPercent", "server CPU", "%")):
+                               ("serverCpuPercent", "server CPU", "%"), ("serverCpuPerSampleUs", "server CPU per sample", "µs")):
         rows.append((f"L2 {count} sessions at 60 Hz, {label}", ours and ours.get(field), nchan and nchan.get(field), unit))
 for count in sorted({run["streams"] for run in runs if run["mode"] == "fanout"}):
     ours, nchan = find("ours", "fanout", "streams", count), find("nchan", "fanout", "streams", count)

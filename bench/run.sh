@@ -66,6 +66,7 @@ start() {
     case "$1" in
         ours)
             "$bin/refresh-server" --port "$port" --database :memory: --max-samples-per-second 1000000000 \
+                --max-sessions-per-client 100000 --max-streams-per-client 100000 \
                 --max-sessions 30000 --min-refresh-ms 0 --log-level warning --public Public >"$work/ours.log" 2>&1 &
             ;;
         nchan)

@@ -60,24 +60,33 @@ struct BenchCommand: AsyncParsableCommand {
     private func latency(_ server: any Target, into result: inout [String: Any]) async throws {
         var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
         let samples = self.samples
+        let warmUp = 200
+        let probe = CPUProbe(pid: serverPid)
+        var cpuAtStart: CPUReading?
+        var cpuAtEnd: CPUReading?
         try await Connection.with(host: host, port: port) { control in
             let channel = try await server.makeChannel(on: control, index: 0)
             try await Connection.with(host: host, port: port) { stream in
                 try await stream.send(server.subscribe(channel))
                 try await Self.settle(server, channel: channel, control: control, stream: stream)
                 let clock = ContinuousClock()
-                for seq in 1...samples + 200 {
+                for seq in 1...samples + warmUp {
+                    // Server CPU is read between samples, when the server has answered the
+                    // last one and has nothing else to do: after the warm-up, after the last.
+                    if seq == warmUp + 1 { cpuAtStart = probe?.read() }
                     let start = clock.now
                     try await control.send(server.publish(channel, seq: seq))
                     try await stream.read(until: server.token(seq: seq))
                     let elapsed = clock.now - start
                     _ = try await control.response()
-                    if seq > 200 { _ = histogram.record(Self.microseconds(elapsed)) }
+                    if seq > warmUp { _ = histogram.record(Self.microseconds(elapsed)) }
                 }
+                cpuAtEnd = probe?.read()
             }
         }
         Self.summarize(histogram, into: &result)
         result["samples"] = samples
+        probe?.record(from: cpuAtStart, to: cpuAtEnd, samples: samples, into: &result)
     }
 
     /// Warms the stream: waits until the subscription is live, then publishes seq 0 and
@@ -96,32 +105,47 @@ struct BenchCommand: AsyncParsableCommand {
         let duration = Duration.milliseconds(Int64(seconds * 1000))
         let (host, port) = (self.host, self.port)
         let start = ContinuousClock.now + .seconds(2)
+        // The window over which server CPU is counted: from just before the first drag until
+        // the last session stops, with every connection open throughout.
+        let probe = CPUProbe(pid: serverPid)
+        let window = MeasuredWindow(opens: start - .milliseconds(50), sessions: count, probe: probe)
+        let opening = Task { () -> CPUReading? in
+            try? await ContinuousClock().sleep(until: window.opens)
+            return probe?.read()
+        }
         let histograms = try await withThrowingTaskGroup(of: Histogram<UInt64>.self) { group in
             for index in 0..<count {
                 group.addTask {
                     var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
-                    try await Connection.with(host: host, port: port) { control in
-                        let channel = try await server.makeChannel(on: control, index: index)
-                        try await Connection.with(host: host, port: port) { stream in
-                            try await stream.send(server.subscribe(channel))
-                            try await Self.settle(server, channel: channel, control: control, stream: stream)
-                            // Spread the drags over one frame so they do not all land at once.
-                            var next = start + .microseconds(Int64(index) * 16_667 / Int64(max(count, 1)))
-                            let end = start + duration
-                            var seq = 1
-                            let clock = ContinuousClock()
-                            try await clock.sleep(until: next)
-                            while next < end {
-                                let sent = clock.now
-                                try await control.send(server.publish(channel, seq: seq))
-                                try await stream.read(until: server.token(seq: seq))
-                                _ = histogram.record(Self.microseconds(clock.now - sent))
-                                _ = try await control.response()
-                                seq += 1
-                                next = next + .microseconds(16_667)
-                                if next > clock.now { try await clock.sleep(until: next) }
+                    do {
+                        try await Connection.with(host: host, port: port) { control in
+                            let channel = try await server.makeChannel(on: control, index: index)
+                            try await Connection.with(host: host, port: port) { stream in
+                                try await stream.send(server.subscribe(channel))
+                                try await Self.settle(server, channel: channel, control: control, stream: stream)
+                                window.settled()
+                                // Spread the drags over one frame so they do not all land at once.
+                                var next = start + .microseconds(Int64(index) * 16_667 / Int64(max(count, 1)))
+                                let end = start + duration
+                                var seq = 1
+                                let clock = ContinuousClock()
+                                try await clock.sleep(until: next)
+                                while next < end {
+                                    let sent = clock.now
+                                    try await control.send(server.publish(channel, seq: seq))
+                                    try await stream.read(until: server.token(seq: seq))
+                                    _ = histogram.record(Self.microseconds(clock.now - sent))
+                                    _ = try await control.response()
+                                    seq += 1
+                                    next = next + .microseconds(16_667)
+                                    if next > clock.now { try await clock.sleep(until: next) }
+                                }
+                                await window.stop()
                             }
                         }
+                    } catch {
+                        window.abandon()
+                        throw error
                     }
                     return histogram
                 }
@@ -135,6 +159,13 @@ struct BenchCommand: AsyncParsableCommand {
         Self.summarize(merged, into: &result)
         result["sessions"] = count
         result["samplesPerSecond"] = Double(merged.totalCount) / seconds
+        let cpuAtStart = await opening.value
+        if window.lateSessions > 0 {
+            // Their setup ran inside the window: the CPU per sample would include it.
+            FileHandle.standardError.write(Data("refresh-bench: \(window.lateSessions) sessions were still being set up when the window opened; no server CPU per sample\n".utf8))
+        } else {
+            probe?.record(from: cpuAtStart, to: window.cpuAtEnd, samples: Int(merged.totalCount), into: &result)
+        }
     }
 
     // MARK: - Fan-out

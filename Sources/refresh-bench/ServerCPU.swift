@@ -1,0 +1,145 @@
+import Foundation
+import Synchronization
+
+/// Where a process's CPU time is read from.
+enum CPUClock: String, Sendable {
+    /// The sum over /proc/PID/task/*/schedstat of the first field: the nanoseconds each
+    /// thread has run, as the scheduler counts them.
+    case schedstat
+    /// utime + stime of /proc/PID/stat, in clock ticks (10 ms at the usual 100 Hz): only
+    /// where schedstat cannot be read (a kernel built without CONFIG_SCHED_INFO).
+    case stat
+}
+
+/// One reading of a process's CPU time: nanoseconds per thread (schedstat), or one total
+/// for the process (stat).
+struct CPUReading: Sendable {
+    fileprivate let threads: [String: UInt64]
+
+    /// CPU time used since `earlier`, thread by thread: a thread that starts in between counts
+    /// from zero (so does one whose id was reused, seen by its count going down), a thread
+    /// that ends in between drops out with only its own share.
+    func since(_ earlier: CPUReading) -> UInt64 {
+        threads.reduce(0) { total, thread in
+            let before = earlier.threads[thread.key] ?? 0
+            return total + (thread.value >= before ? thread.value - before : thread.value)
+        }
+    }
+}
+
+/// Reads the CPU time of one server process, with the most precise clock that works for it.
+struct CPUProbe: Sendable {
+    let pid: Int
+    let clock: CPUClock
+
+    init?(pid: Int?) {
+        guard let pid else { return nil }
+        self.pid = pid
+        if Self.read(pid, .schedstat) != nil {
+            clock = .schedstat
+        } else if Self.read(pid, .stat) != nil {
+            clock = .stat
+        } else {
+            return nil
+        }
+    }
+
+    func read() -> CPUReading? { Self.read(pid, clock) }
+
+    private static func read(_ pid: Int, _ clock: CPUClock) -> CPUReading? {
+        switch clock {
+        case .schedstat:
+            guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
+            var threads: [String: UInt64] = [:]
+            for task in tasks {
+                // A thread that ended between the listing and the read is skipped.
+                guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8),
+                    let first = text.split(separator: " ").first, let ran = UInt64(first)
+                else { continue }
+                threads[task] = ran
+            }
+            return threads.isEmpty ? nil : CPUReading(threads: threads)
+        case .stat:
+            return BenchCommand.cpuSeconds(pid).map { CPUReading(threads: ["": UInt64(($0 * 1e9).rounded())]) }
+        }
+    }
+
+    /// Writes the server CPU per sample between two readings into `result`; nothing when a
+    /// reading is missing.
+    func record(from start: CPUReading?, to end: CPUReading?, samples: Int, into result: inout [String: Any]) {
+        guard let start, let end, samples > 0 else { return }
+        result["serverCpuPerSampleUs"] = Double(end.since(start)) / 1000 / Double(samples)
+        result["serverCpuClock"] = clock.rawValue
+    }
+}
+
+/// The measured window of L2, shared by its sessions. It opens just before the first drag;
+/// at the end every session waits, with its connections still open, until all have stopped
+/// dragging, the server's CPU is read once, and only then do they close: closing
+/// connections is not part of the window.
+final class MeasuredWindow: Sendable {
+    private struct State {
+        var stopped = 0
+        var lateSessions = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var cpuAtEnd: CPUReading?
+        var failed = false
+    }
+
+    let opens: ContinuousClock.Instant
+    private let sessions: Int
+    private let probe: CPUProbe?
+    private let state = Mutex(State())
+
+    init(opens: ContinuousClock.Instant, sessions: Int, probe: CPUProbe?) {
+        self.opens = opens
+        self.sessions = sessions
+        self.probe = probe
+    }
+
+    /// Notes a session whose setup ended after the window opened: its setup is then counted.
+    func settled() {
+        if ContinuousClock.now > opens { state.withLock { $0.lateSessions += 1 } }
+    }
+
+    /// Called by each session once it has stopped dragging; returns when all have.
+    func stop() async {
+        enum Outcome { case wait, pass, last }
+        await withCheckedContinuation { continuation in
+            let outcome = state.withLock { state -> Outcome in
+                if state.failed { return .pass }
+                state.waiters.append(continuation)
+                state.stopped += 1
+                return state.stopped == sessions ? .last : .wait
+            }
+            switch outcome {
+            case .wait:
+                break
+            case .pass:
+                continuation.resume()
+            case .last:
+                let reading = probe?.read()
+                let waiters = state.withLock { state in
+                    state.cpuAtEnd = reading
+                    defer { state.waiters = [] }
+                    return state.waiters
+                }
+                for waiter in waiters { waiter.resume() }
+            }
+        }
+    }
+
+    /// Lets every session through at once, without a reading: one of them failed.
+    func abandon() {
+        let waiters = state.withLock { state in
+            state.failed = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// The server's CPU when the last session stopped; nil if a session failed.
+    var cpuAtEnd: CPUReading? { state.withLock { $0.failed ? nil : $0.cpuAtEnd } }
+    var lateSessions: Int { state.withLock { $0.lateSessions } }
+}
