@@ -58,6 +58,9 @@ struct RefreshServerCommand: AsyncParsableCommand {
     @Option(help: "Seconds a kept-alive connection may wait for its next request.")
     var idleTimeout = 60.0
 
+    @Option(help: "Seconds an answer or an event stream may wait for a client that does not read before its connection closes.")
+    var sendTimeout = 120.0
+
     @Option(help: "Largest request head in bytes: request line and header fields (431 beyond).")
     var maxHeadBytes = 16 * 1024
 
@@ -116,7 +119,8 @@ struct RefreshServerCommand: AsyncParsableCommand {
         }
         for (name, value) in [("--max-samples-per-second", maxSamplesPerSecond), ("--session-idle-timeout", sessionIdleTimeout),
                               ("--keepalive", keepalive), ("--refresh-timeout", refreshTimeout), ("--feed-timeout", feedTimeout),
-                              ("--request-head-timeout", requestHeadTimeout), ("--idle-timeout", idleTimeout)]
+                              ("--request-head-timeout", requestHeadTimeout), ("--idle-timeout", idleTimeout),
+                              ("--send-timeout", sendTimeout)]
         where !(value > 0 && value.isFinite) {
             throw ValidationError("\(name) must be a positive number.")
         }
@@ -160,6 +164,7 @@ struct RefreshServerCommand: AsyncParsableCommand {
         configuration.requestHeadTimeout = .milliseconds(Int64(requestHeadTimeout * 1000))
         configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         configuration.maxHeadBytes = maxHeadBytes
+        configuration.sendTimeout = .milliseconds(Int64(sendTimeout * 1000))
         configuration.reconnectDelayMilliseconds = reconnectDelayMs
 
         let host = self.host

@@ -171,6 +171,12 @@ import Testing
         }
         #expect(connection.reads.reads == before)
         _ = try await connection.answers(1)
+        // Once the answer is complete (just after its last byte is written), reading resumes.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while connection.reads.reads == before, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+            await connection.channel.testingEventLoop.run()
+        }
         #expect(connection.reads.reads > before)
     }
 
@@ -259,7 +265,7 @@ import Testing
         let connection = try await Connection()
         try await connection.send("DELETE /api/items HTTP/1.1\r\nHost: x\r\n\r\n")
         let reply = try await connection.answers(1)
-        #expect(reply.contains("Allow: GET, POST\r\n"))
+        #expect(reply.contains("Allow: GET, HEAD, POST\r\n"))
     }
 
     @Test func contentLengthWithTransferEncodingIsRefusedAndCloses() async throws {
@@ -289,6 +295,69 @@ import Testing
         #expect(Self.statuses(reply) == [413])
         #expect(!reply.contains("100 Continue"))
         await connection.channel.testingEventLoop.run()
+        #expect(!connection.isOpen)
+    }
+
+    @Test func aHeadRequestGetsTheHeadOnlyWithTheLengthTheBodyWouldHave() async throws {
+        let connection = try await Connection()
+        try await connection.send("HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + Self.get("/after"))
+        let replies = try await connection.answers(2)
+        let first = try #require(replies.components(separatedBy: "HTTP/1.1 ").dropFirst().first)
+        #expect(first.contains("Content-Length: 8\r\n"))
+        #expect(first.hasSuffix("\r\n\r\n"))
+        #expect(replies.hasSuffix("/after"))
+    }
+
+    @Test func aRefusedHeadRequestGetsNoBodyEither() async throws {
+        let connection = try await Connection()
+        try await connection.send("HEAD /api/sessions/abc/events HTTP/1.1\r\nHost: x\r\n\r\n")
+        let reply = try await connection.answers(1)
+        #expect(Self.statuses(reply) == [405])
+        #expect(reply.contains("Allow: GET\r\n"))
+        #expect(reply.hasSuffix("\r\n\r\n"))
+        #expect(connection.isOpen)
+    }
+
+    @Test func anHTTP10ClientThatAsksToKeepTheConnectionIsToldItIsKept() async throws {
+        let connection = try await Connection()
+        try await connection.send("GET /old HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let reply = try await connection.answers(1)
+        #expect(reply.contains("Connection: keep-alive\r\n"))
+        #expect(connection.isOpen)
+    }
+
+    @Test func anHTTP10RequestWithTransferEncodingIsRefusedAndCloses() async throws {
+        let connection = try await Connection()
+        try await connection.send("POST /api/items HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+        let reply = try await connection.answers(1)
+        #expect(Self.statuses(reply) == [501])
+        await connection.channel.testingEventLoop.run()
+        #expect(!connection.isOpen)
+    }
+
+    @Test func nothingMoreIsReadWhileTheClientLeavesAnswersUnread() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        connection.channel.isWritable = false
+        try await connection.send(Self.post("/api/sessions/\(session.id)/samples", #"{"seq":1,"y":-30}"#))
+        let before = connection.reads.reads
+        try await connection.channel.testingEventLoop.executeInContext { [channel = connection.channel] in
+            channel.pipeline.read()
+        }
+        #expect(connection.reads.reads == before)
+        connection.channel.isWritable = true
+        try await connection.channel.testingEventLoop.executeInContext { [channel = connection.channel] in
+            channel.pipeline.syncOperations.fireChannelWritabilityChanged()
+        }
+        #expect(connection.reads.reads > before)
+    }
+
+    @Test func anAnswerTheClientNeverReadsIsDroppedAtTheSendDeadline() async throws {
+        let connection = try await Connection(routerDelay: .seconds(30))
+        try await connection.send(Self.get("/never"))
+        await connection.channel.testingEventLoop.advanceTime(by: .seconds(119))
+        #expect(connection.isOpen)
+        await connection.channel.testingEventLoop.advanceTime(by: .seconds(2))
         #expect(!connection.isOpen)
     }
 
@@ -382,6 +451,16 @@ import Testing
         #expect(!connection.isOpen)
     }
 
+    @Test func theRequestDeadlineRunsFromTheFirstByteThroughTheBody() async throws {
+        let connection = try await Connection()
+        try await connection.send("POST /api/items HTTP/1.1\r\nHo")
+        await connection.channel.testingEventLoop.advanceTime(by: .seconds(6))
+        try await connection.send("st: x\r\nContent-Length: 10\r\n\r\n{")
+        await connection.channel.testingEventLoop.advanceTime(by: .seconds(5))
+        #expect(Self.statuses(try await connection.written()) == [408])
+        #expect(!connection.isOpen)
+    }
+
     @Test func aBodyThatStallsIsAnswered408() async throws {
         let connection = try await Connection()
         try await connection.send("POST /api/items HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{")
@@ -436,6 +515,32 @@ import Testing
         // The superseded state was coalesced: only the newest is written.
         #expect(resumed.components(separatedBy: "event: state").count - 1 == 1)
         #expect(resumed.contains(#""seq":2"#))
+    }
+
+    @Test func aStreamAskedWithConnectionCloseStaysOpen() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        try await connection.send("GET /api/sessions/\(session.id)/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(try await connection.written().contains("event: state"))
+        _ = try session.applySamples([Sample(seq: 1, t: 0, y: -20, phase: .drag)], now: .now)
+        await connection.channel.testingEventLoop.run()
+        #expect(try await connection.written().contains(#""seq":1"#))
+        #expect(connection.isOpen)
+        #expect(session.openStreams == 1)
+    }
+
+    @Test func aStreamWhoseReaderStaysStalledIsDroppedAtTheSendDeadline() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        try await connection.send(Self.get("/api/sessions/\(session.id)/events"))
+        _ = try await connection.written()
+        connection.channel.isWritable = false
+        _ = try session.applySamples([Sample(seq: 1, t: 0, y: -20, phase: .drag)], now: .now)
+        await connection.channel.testingEventLoop.run()
+        await connection.channel.testingEventLoop.advanceTime(by: .seconds(121))
+        #expect(!connection.isOpen)
+        #expect(session.openStreams == 0)
+        #expect(connection.routes.streams.openStreams == 0)
     }
 
     @Test func aStreamOverCapacityIsToldToComeBackLaterWithA200() async throws {

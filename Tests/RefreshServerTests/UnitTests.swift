@@ -154,7 +154,7 @@ private final class SilentListener: EventListener {
         #expect(RouteTable.route(.POST, uri: "/api/sessions/abc/samples") == .samples(session: "abc"))
         #expect(RouteTable.route(.POST, uri: "/api/sessions/abc/samples?debug=1") == .samples(session: "abc"))
         #expect(RouteTable.route(.GET, uri: "/api/sessions/abc/events?lastEventId=4") == .events(session: "abc"))
-        #expect(RouteTable.route(.POST, uri: "/api/sessions/abc") == .methodNotAllowed(allow: "GET, DELETE"))
+        #expect(RouteTable.route(.POST, uri: "/api/sessions/abc") == .methodNotAllowed(allow: "GET, HEAD, DELETE"))
         #expect(RouteTable.route(.POST, uri: "/api/sessions/abc/samples/more") == .router)
         #expect(RouteTable.route(.POST, uri: "/api/sessions") == .router)
         #expect(RouteTable.route(.GET, uri: "/static/api/sessions/abc/events") == .router)
@@ -165,7 +165,7 @@ private final class SilentListener: EventListener {
         #expect(RouteTable.route(.GET, uri: "/api/sessions/abc/samples") == .methodNotAllowed(allow: "POST"))
         #expect(RouteTable.route(.POST, uri: "/api/sessions/abc/events") == .methodNotAllowed(allow: "GET"))
         #expect(RouteTable.route(.HEAD, uri: "/api/sessions/abc/events") == .methodNotAllowed(allow: "GET"))
-        #expect(RouteTable.route(.PUT, uri: "/api/items") == .methodNotAllowed(allow: "GET, POST"))
+        #expect(RouteTable.route(.PUT, uri: "/api/items") == .methodNotAllowed(allow: "GET, HEAD, POST"))
         #expect(RouteTable.route(.GET, uri: "/api/sessions") == .methodNotAllowed(allow: "POST"))
         #expect(RouteTable.route(.PATCH, uri: "/api/sessions/abc/refresh") == .methodNotAllowed(allow: "POST, DELETE"))
         #expect(RouteTable.route(.DELETE, uri: "/index.html") == .methodNotAllowed(allow: "GET, HEAD"))
@@ -188,5 +188,43 @@ private final class SilentListener: EventListener {
     @Test func theDateHeaderIsAnIMFFixdate() {
         #expect(HTTPDate.format(0) == "Thu, 01 Jan 1970 00:00:00 GMT")
         #expect(HTTPDate.format(1_795_356_000) == "Sun, 22 Nov 2026 14:00:00 GMT")
+    }
+}
+
+@Suite struct TrustedProxiesTests {
+    func client(_ peer: String, _ forwarded: [String], trusting trusted: [String]) throws -> String {
+        let proxies = TrustedProxies(trusted.compactMap(TrustedProxies.Network.init))
+        return proxies.client(peer: try SocketAddress(ipAddress: peer, port: 1), forwardedFor: forwarded)
+    }
+
+    @Test func theHeaderIsIgnoredFromAnUntrustedPeer() throws {
+        #expect(try client("203.0.113.9", ["198.51.100.1"], trusting: []) == "203.0.113.9")
+        #expect(try client("203.0.113.9", ["198.51.100.1"], trusting: ["10.0.0.0/8"]) == "203.0.113.9")
+    }
+
+    @Test func aTrustedProxyNamesTheNearestUntrustedHop() throws {
+        #expect(try client("10.0.0.2", ["198.51.100.1, 10.0.0.7"], trusting: ["10.0.0.0/8"]) == "198.51.100.1")
+        // A client cannot push itself out of view by adding hops of its own on the left.
+        #expect(try client("10.0.0.2", ["1.2.3.4, 198.51.100.1"], trusting: ["10.0.0.0/8"]) == "198.51.100.1")
+    }
+
+    @Test(arguments: ["198.51.100.1:4711", "[2001:db8::1]:443", " 2001:db8::1 "])
+    func hopsWithPortsOrBracketsAreUnderstood(hop: String) throws {
+        let expected = hop.contains("198.51") ? "198.51.100.1" : "2001:db8:0:0::/64"
+        #expect(try client("10.0.0.2", [hop], trusting: ["10.0.0.0/8"]) == expected)
+    }
+
+    @Test func anIPv6ClientCountsByItsSlash64() throws {
+        let one = try client("2001:db8:1:2::1", [], trusting: [])
+        let other = try client("2001:db8:1:2:ffff::9", [], trusting: [])
+        #expect(one == other)
+        #expect(try client("2001:db8:1:3::1", [], trusting: []) != one)
+    }
+
+    @Test func aNetworkIsParsedOrRefused() {
+        #expect(TrustedProxies.Network("10.0.0.0/8") != nil)
+        #expect(TrustedProxies.Network("::1") != nil)
+        #expect(TrustedProxies.Network("10.0.0.0/33") == nil)
+        #expect(TrustedProxies.Network("proxy.example") == nil)
     }
 }

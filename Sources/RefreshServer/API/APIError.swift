@@ -74,7 +74,7 @@ public struct APIError: Error, Sendable, Equatable {
     }
 
     static let conflictingFraming = Self(
-        .badRequest, "conflicting_framing", "A request has Content-Length or Transfer-Encoding, not both.")
+        .badRequest, "conflicting_framing", "The request's length is ambiguous: send one Content-Length, or Transfer-Encoding: chunked, not both.")
 
     static func unsupportedTransferCoding(_ codings: String) -> Self {
         Self(.notImplemented, "unsupported_transfer_encoding", "Transfer-Encoding \(codings) is not supported; only chunked is.")

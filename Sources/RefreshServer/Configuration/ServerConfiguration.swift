@@ -42,6 +42,10 @@ public struct ServerConfiguration: Sendable {
     public var requestHeadTimeout: Duration = .seconds(10)
     /// A kept-alive connection without a request for this long is closed.
     public var idleTimeout: Duration = .seconds(60)
+    /// An answer, or an event stream, that the client does not read for this long is dropped
+    /// and its connection closed (a stream's events wait in the session's log meanwhile, so
+    /// a reader that comes back with `Last-Event-ID` misses nothing the log still holds).
+    public var sendTimeout: Duration = .seconds(120)
     /// Largest request head (request line and header fields; 431 beyond).
     public var maxHeadBytes = 16 * 1024
     /// After its last answer a connection closes its output, then drops what the client

@@ -4,7 +4,8 @@ import NIOCore
 import NIOHTTP1
 
 /// The application end of every HTTP/1.1 connection: it feeds what happens to a
-/// ``ConnectionStateMachine`` and performs the actions it answers. It decides nothing itself.
+/// ``ConnectionStateMachine`` and performs the actions it answers. What it keeps besides the
+/// machine are handles on I/O: the deadline timer and the router's task.
 ///
 /// The two requests on the gesture's path are answered here, on the event loop: a sample
 /// goes from the socket through the engine to the streams' event loops without a task, and
@@ -71,7 +72,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if case .read = machine.readRequested() { context.read() }
+        if case .read = machine.readRequested(writable: context.channel.isWritable) { context.read() }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -99,10 +100,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if case .writeEvents = machine.writabilityChanged(writable: context.channel.isWritable) {
-            var replay = ReplayCache()
-            writeEvents(.news, replay: &replay, context: context)
-        }
+        run(machine.writabilityChanged(writable: context.channel.isWritable), context: context)
         context.fireChannelWritabilityChanged()
     }
 
@@ -122,7 +120,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: - Actions
 
-    /// Performs an action, then takes up what waited while an answer was pending.
+    /// Performs an action, then looks at the deadline the machine now wants.
     private func run(_ action: Machine.Action, context: ChannelHandlerContext) {
         perform(action, context: context)
         armDeadline(context: context)
@@ -137,42 +135,61 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .sendContinue:
             context.writeAndFlush(wrapOutboundOut(ResponseHead.continueResponse), promise: nil)
         case .answer(let request, let then):
-            guard case .samples(let session) = request.route else { return }
-            write(routes.samples(request.head, session: session, body: request.body), then: then, context: context)
+            answerSamples(request, then: then, context: context)
         case .route(let request):
             route(request, context: context)
         case .openStream(let request):
             openStream(request, context: context)
         case .refuse(let error, let head, let then):
-            write(routes.refusal(error, head), then: then, context: context)
+            write(routes.refusal(error, head), to: head, closes: then == .close, context: context)
+            if then == .close { closeOutput(context: context) }
         case .writeEvents:
             var replay = ReplayCache()
             writeEvents(.news, replay: &replay, context: context)
         case .endStream(let stream):
-            var trailer = (try? stream.finish()) ?? nil
-            if trailer == nil { trailer = ResponseHead.lastChunk } else { trailer!.writeImmutableBuffer(ResponseHead.lastChunk) }
-            context.write(wrapOutboundOut(trailer!), promise: nil)
+            var end = (try? stream.finish()) ?? nil ?? ByteBuffer()
+            end.writeImmutableBuffer(ResponseHead.lastChunk)
+            context.writeAndFlush(wrapOutboundOut(end), promise: nil)
             closeOutput(context: context)
-        case .close:
+        case .closeOutput:
             closeOutput(context: context)
         case .closeNow:
             context.close(promise: nil)
         }
     }
 
-    private func write(_ payload: JSONPayload, then: Machine.Then, context: ChannelHandlerContext) {
-        let bytes = ResponseHead.answer(payload, close: then == .close, allocator: context.channel.allocator)
-        context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
+    private func answerSamples(_ request: Machine.Request, then: Machine.Then, context: ChannelHandlerContext) {
+        guard case .samples(let session) = request.route else { return }
+        switch routes.samples(request.head, session: session, body: request.body) {
+        case .state(let state):
+            let connection = ResponseHead.Connection(closes: then == .close, request: request.head)
+            context.writeAndFlush(wrapOutboundOut(ResponseHead.stateAnswer(state, connection: connection, allocator: context.channel.allocator)), promise: nil)
+        case .refused(let payload):
+            write(payload, to: request.head, closes: then == .close, context: context)
+        }
         if then == .close { closeOutput(context: context) }
     }
 
-    /// Closes the output once everything written before has gone (closing it earlier would
-    /// fail those writes), then keeps reading so the client's late bytes cause no reset; the
-    /// linger deadline or the client's own close ends the connection.
+    /// Writes a complete answer; whether the connection then closes is the caller's to do.
+    private func write(_ payload: JSONPayload, to request: HTTPRequestHead?, closes: Bool, context: ChannelHandlerContext) {
+        let bytes = ResponseHead.answer(
+            payload, connection: .init(closes: closes, request: request), headOnly: request?.method == .HEAD,
+            allocator: context.channel.allocator)
+        context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
+    }
+
+    /// Closes the output once everything written before has gone (NIO waits for it); the
+    /// machine then lingers until the client closes too, or the linger deadline passes.
     private func closeOutput(context: ChannelHandlerContext) {
-        let drained = context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)))
-        drained.assumeIsolated().whenComplete { _ in
-            context.close(mode: .output).assumeIsolated().whenFailure { _ in context.close(promise: nil) }
+        let closed = context.eventLoop.makePromise(of: Void.self)
+        context.close(mode: .output, promise: closed)
+        closed.futureResult.assumeIsolated().whenComplete { [self] result in
+            if case .failure = result {
+                // The output could not close on its own (already closed, or unsupported): all of it.
+                context.close(promise: nil)
+            } else {
+                run(machine.outputClosed(), context: context)
+            }
         }
     }
 
@@ -206,6 +223,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             switch kind {
             case .idle: configuration.idleTimeout
             case .request: configuration.requestHeadTimeout
+            case .send: configuration.sendTimeout
             case .linger: configuration.lingerTimeout
             }
         return .nanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
@@ -215,8 +233,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func route(_ request: Machine.Request, context: ChannelHandlerContext) {
         let writer = RoutedResponseWriter(
-            handler: NIOLoopBound(self, eventLoop: context.eventLoop), eventLoop: context.eventLoop,
-            isHead: request.head.method == .HEAD)
+            handler: NIOLoopBound(self, eventLoop: context.eventLoop), eventLoop: context.eventLoop, request: request.head)
         let channel = context.channel
         let body = request.body ?? context.channel.allocator.buffer(capacity: 0)
         routing = Task { [routes, head = request.head] in
@@ -227,12 +244,13 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// On this event loop: bytes of the router's answer, in order; the head is written here,
     /// where it is known whether the connection closes after it.
-    fileprivate func writeRouted(head: HTTPResponse?, bytes: ByteBuffer) -> EventLoopFuture<Void>? {
+    fileprivate func writeRouted(head: HTTPResponse?, for request: HTTPRequestHead, bytes: ByteBuffer) -> EventLoopFuture<Void>? {
         guard let context else { return nil }
         var buffer = bytes
         if let head {
             buffer = context.channel.allocator.buffer(capacity: 256 + bytes.readableBytes)
-            ResponseHead.write(status: head.status, fields: head.headerFields, close: machine.closesAfterAnswer, into: &buffer)
+            let connection = ResponseHead.Connection(closes: machine.closesAfterAnswer, request: request)
+            ResponseHead.write(status: head.status, fields: head.headerFields, connection: connection, into: &buffer)
             buffer.writeImmutableBuffer(bytes)
         }
         return context.writeAndFlush(wrapOutboundOut(buffer))
@@ -245,39 +263,26 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         perform(machine.routedResponseEnded(completely: completely), context: context)
         // What a pipelining client sent meanwhile, in order, until it waits for an answer.
         while let next = machine.nextPending() { perform(next, context: context) }
-        if case .read = machine.readRequested() { context.read() }
-        armDeadline(context: context)
+        run(machine.readRequested(writable: context.channel.isWritable), context: context)
     }
 
     // MARK: - The event stream
 
     private func openStream(_ request: Machine.Request, context: ChannelHandlerContext) {
         guard case .events(let id) = request.route else { return }
-        let head = request.head
-        let configuration = routes.configuration
-        do {
-            let (session, lastEventID) = try routes.eventStreamRequest(head, session: id)
-            guard let ticket = routes.streams.admit(routes.client(of: head, channel: context.channel)) else {
-                write(EventStream.overloadAnswer(configuration), then: .close, context: context)
-                perform(machine.streamRefused(then: .close), context: context)
-                return
-            }
-            let listener = StreamListener(handler: self, eventLoop: context.eventLoop)
-            guard let (stream, response, opening) = try EventStream.open(
-                session: session, listener: listener, ticket: ticket, lastEventID: lastEventID,
-                gzip: Gzip.accepted(by: head.headers), configuration: configuration)
-            else { throw APIError.sessionNotFound(id) }
+        let listener = StreamListener(handler: self, eventLoop: context.eventLoop)
+        switch routes.openStream(request.head, session: id, listener: listener, channel: context.channel) {
+        case .opened(let stream, let bytes):
             try? context.channel.syncOptions?.setOption(
-                ChannelOptions.socketOption(.so_sndbuf), value: SocketOptionValue(configuration.streamSendBufferBytes))
-            var bytes = context.channel.allocator.buffer(capacity: 256 + opening.readableBytes)
-            ResponseHead.write(status: response.status, fields: response.headerFields, close: false, into: &bytes)
-            bytes.writeImmutableBuffer(opening)
+                ChannelOptions.socketOption(.so_sndbuf), value: SocketOptionValue(routes.configuration.streamSendBufferBytes))
             context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
             perform(machine.streamOpened(stream), context: context)
-        } catch {
-            let then: Machine.Then = machine.closesAfterAnswer ? .close : .keepAlive
-            write(routes.refusal(error, head), then: then, context: context)
-            perform(machine.streamRefused(then: then), context: context)
+        case .overloaded(let answer):
+            write(answer, to: request.head, closes: true, context: context)
+            perform(machine.streamRefused(then: .close), context: context)
+        case .refused(let answer):
+            write(answer, to: request.head, closes: machine.closesAfterAnswer, context: context)
+            perform(machine.streamRefused(then: .keepAlive), context: context)
         }
     }
 
@@ -310,27 +315,40 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 private struct RoutedResponseWriter: ResponseBodyWriter, Sendable {
     let handler: NIOLoopBound<ConnectionHandler>
     let eventLoop: any EventLoop
-    let isHead: Bool
+    let request: HTTPRequestHead
     private var head: HTTPResponse?
     private var pending = ByteBuffer()
-    private var chunked = false
+    private var framing = Framing.length
 
-    init(handler: NIOLoopBound<ConnectionHandler>, eventLoop: any EventLoop, isHead: Bool) {
+    private enum Framing {
+        /// The head says the length; bytes go as they are.
+        case length
+        /// Each buffer is a chunk.
+        case chunked
+        /// HTTP/1.0 knows no chunks: the body is collected and its length said at the end.
+        case collected
+    }
+
+    init(handler: NIOLoopBound<ConnectionHandler>, eventLoop: any EventLoop, request: HTTPRequestHead) {
         self.handler = handler
         self.eventLoop = eventLoop
-        self.isHead = isHead
+        self.request = request
     }
+
+    private var headOnly: Bool { request.method == .HEAD }
 
     func send(_ response: Response) async {
         var writer = self
         var head = response.head
-        let bodiless = isHead || head.status.code == 204 || head.status.code == 304 || head.status.kind == .informational
+        let bodiless = headOnly || head.status.code == 204 || head.status.code == 304 || head.status.kind == .informational
         if head.headerFields[.contentLength] == nil, !bodiless {
             if let length = response.body.contentLength {
                 head.headerFields[.contentLength] = String(length)
+            } else if request.version.minor == 0 {
+                writer.framing = .collected
             } else {
                 head.headerFields[.transferEncoding] = "chunked"
-                writer.chunked = true
+                writer.framing = .chunked
             }
         }
         writer.head = head
@@ -346,25 +364,32 @@ private struct RoutedResponseWriter: ResponseBodyWriter, Sendable {
     }
 
     mutating func write(_ buffer: ByteBuffer) async throws {
-        guard !isHead, buffer.readableBytes > 0 else { return }
-        pending.writeImmutableBuffer(chunked ? HTTPChunk.frame([buffer]) : buffer)
+        guard !headOnly, buffer.readableBytes > 0 else { return }
+        pending.writeImmutableBuffer(framing == .chunked ? HTTPChunk.frame([buffer]) : buffer)
         // The head waits for the first body buffer: a small answer goes out in one write.
-        if head != nil, pending.readableBytes < 1024 { return }
+        if framing == .collected || (head != nil && pending.readableBytes < 1024) { return }
         try await flush()
     }
 
     consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
-        if chunked { pending.writeImmutableBuffer(ResponseHead.lastChunk) }
+        switch framing {
+        case .chunked: pending.writeImmutableBuffer(ResponseHead.lastChunk)
+        case .collected:
+            let length = pending.readableBytes
+            head?.headerFields[.contentLength] = String(length)
+        case .length: break
+        }
         try await flush()
     }
 
     private mutating func flush() async throws {
-        let (head, bytes) = (self.head, pending)
+        let (head, bytes, request) = (self.head, pending, self.request)
         self.head = nil
         pending = ByteBuffer()
         let handler = self.handler
         try await eventLoop.flatSubmit {
-            handler.value.writeRouted(head: head, bytes: bytes) ?? handler.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
+            handler.value.writeRouted(head: head, for: request, bytes: bytes)
+                ?? handler.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
         }.get()
     }
 }

@@ -5,22 +5,26 @@ import NIOHTTP1
 /// happened and actions its handler performs. It does no I/O and reads no clock: deadlines
 /// arrive as inputs (`deadlinePassed`), so every transition is a plain-value test.
 ///
-/// The design follows from three promises.
+/// The design follows from four promises.
 ///
 /// - **Answers in request order, and backpressure instead of a queue.** One request is
-///   answered at a time. While the router answers one, reads are withheld, so a pipelining
-///   client cannot make the server buffer without bound: what the last read had already
-///   brought waits in `backlog` (at most one read's worth) and is taken up, in order, once
-///   the answer is written. A request the parser refuses is answered after the answers of the
-///   requests before it, then the connection closes.
-/// - **Every connection ends.** An idle keep-alive connection has a deadline, and so has a
-///   request from its first byte to its last: a stalled head is closed, a stalled body is
-///   answered `408` and closed. A connection is closed in stages, as RFC 9112 §9.6 asks: its output first, after
-///   the last answer; then what the client still sends is read and dropped until it closes its
-///   side or a short linger deadline passes, so the client reads the answer instead of a reset.
-/// - **Stopping loses nothing that was asked.** When the server quiesces, the request being
-///   read or answered is answered with `Connection: close`; an event stream ends cleanly; an
-///   idle connection closes its output at once.
+///   answered at a time. While the router answers one, reads are withheld, and so are they
+///   while the socket holds answers the client has not read: a pipelining client cannot make
+///   the server buffer without bound. What the last read had already brought waits in
+///   `backlog` (at most one read's worth) and is taken up, in order, once the answer is
+///   written. A request the parser refuses is answered after the answers of the requests
+///   before it, then the connection closes.
+/// - **Every connection ends.** An idle kept-alive connection has a deadline; so has a
+///   request, from its first byte to its last (a stalled head is closed, a stalled body
+///   answered `408`); so has an answer or a stream the client stops reading. A connection is
+///   closed in stages, as RFC 9112 §9.6 asks: its output once the last answer has gone, then
+///   what the client still sends is read and dropped until it closes its side or a short
+///   linger deadline passes, so the client reads the answer instead of a reset.
+/// - **Stopping loses nothing that was asked.** Quiescing is a lifecycle of its own, not a
+///   client's `Connection: close`: the request being read or answered is answered with
+///   `Connection: close`; an event stream ends cleanly; an idle connection closes its output.
+/// - **A stream is an answer that does not end.** A client asking to close after the answer
+///   still gets its stream; it ends when its session does, or the server stops.
 ///
 /// `Stream` is what an open event stream keeps (its place in the session's log); the machine
 /// only holds it.
@@ -35,7 +39,7 @@ struct ConnectionStateMachine<Stream> {
         var head: HTTPRequestHead
         var route: RouteTable.Route
         var body: ByteBuffer?
-        /// Whether the connection serves another request after this one's answer.
+        /// The client lets the connection serve another request after this one's answer.
         var keepAlive: Bool
     }
 
@@ -51,23 +55,24 @@ struct ConnectionStateMachine<Stream> {
         case read
         /// `100 Continue`: the client waits for it before sending the body.
         case sendContinue
-        /// Answer `samples` now, on this event loop.
+        /// Answer `samples` now, on this event loop; then, on `.close`, close the output.
         case answer(Request, then: Then)
         /// Hand the request to the router; ``routedResponseEnded(completely:)`` follows.
         case route(Request)
-        /// Open the event stream: ``streamOpened(_:)``, or ``streamRefused(_:then:)`` with an
+        /// Open the event stream: ``streamOpened(_:)``, or ``streamRefused(then:)`` with an
         /// answer already written, follows.
         case openStream(Request)
-        /// Write the JSON error; `head` is the refused request's, when it got that far.
+        /// Write the JSON error (`head` is the refused request's, when it got that far);
+        /// then, on `.close`, close the output.
         case refuse(APIError, head: HTTPRequestHead?, then: Then)
         /// Write what the stream has to send.
         case writeEvents
-        /// End the stream's response cleanly (gzip trailer, last chunk), then close; the
-        /// stream is the handler's to finish and let go of.
+        /// End the stream's response cleanly (gzip trailer, last chunk), then close the
+        /// output; the stream is the handler's to finish and let go of.
         case endStream(Stream)
-        /// Close the output once what was written has gone; keep reading to drop what comes.
-        case close
-        /// Close at once.
+        /// Close the output once what was written has gone; ``outputClosed()`` follows.
+        case closeOutput
+        /// Close at once, dropping what was not sent.
         case closeNow
     }
 
@@ -78,6 +83,8 @@ struct ConnectionStateMachine<Stream> {
             case idle
             /// A request has started arriving and must be complete by then.
             case request
+            /// An answer or a stream waits for a client that does not read.
+            case send
             /// The output is closed; the client has this long to close its side.
             case linger
         }
@@ -105,6 +112,14 @@ struct ConnectionStateMachine<Stream> {
         case headStarted
     }
 
+    private enum Closing {
+        /// The output closes once what was written has gone. `inputClosed`: the client has
+        /// closed its side already, so nothing is left to linger for.
+        case draining(inputClosed: Bool)
+        /// The output is closed; what the client sends is dropped until it closes too.
+        case lingering
+    }
+
     private enum State {
         /// Between requests.
         case idle(Idle)
@@ -114,17 +129,23 @@ struct ConnectionStateMachine<Stream> {
         case discarding(keepAlive: Bool)
         /// The router is answering; reads are withheld until it has.
         case answering(keepAlive: Bool)
+        /// A stream was asked for and is being opened.
+        case openingStream(keepAlive: Bool)
         /// An event stream owns the output. `waitsForWritability`: the socket was full, and
         /// the stream writes again once it drains (its events wait in the session's log).
         case streaming(Stream, waitsForWritability: Bool)
-        /// A stream was asked for and is being opened.
-        case openingStream(keepAlive: Bool)
-        /// The output is closed or closing: input is read and dropped.
-        case closing
+        case closing(Closing)
         case closed
     }
 
+    private enum Lifecycle {
+        case serving
+        /// The server is stopping: no answer keeps the connection alive.
+        case quiescing
+    }
+
     private var state = State.idle(.waiting)
+    private var lifecycle = Lifecycle.serving
     /// Parts that arrived while the router answered, in order; only a pipelining client
     /// fills it, and only with what one read brought.
     private var backlog = CircularBuffer<Part>()
@@ -140,27 +161,26 @@ struct ConnectionStateMachine<Stream> {
 
     /// The deadline that should be running now, if any.
     var deadline: Deadline? {
-        switch state {
-        case .idle(.waiting), .idle(.answeredInThisRead): Deadline(kind: .idle, epoch: epoch)
-        case .idle(.headStarted), .receiving, .discarding: Deadline(kind: .request, epoch: epoch)
-        case .closing: Deadline(kind: .linger, epoch: epoch)
-        case .answering, .streaming, .openingStream, .closed: nil
-        }
+        let kind: Deadline.Kind? =
+            switch state {
+            case .idle(.waiting), .idle(.answeredInThisRead): .idle
+            case .idle(.headStarted), .receiving, .discarding: .request
+            case .answering, .streaming(_, waitsForWritability: true), .closing(.draining): .send
+            case .closing(.lingering): .linger
+            case .openingStream, .streaming, .closed: nil
+            }
+        return kind.map { Deadline(kind: $0, epoch: epoch) }
     }
 
     /// Whether the answer being written is the connection's last (it says `Connection: close`).
     var closesAfterAnswer: Bool {
+        if case .quiescing = lifecycle { return true }
         switch state {
-        case .answering(let keepAlive), .openingStream(let keepAlive): !keepAlive
-        case .receiving(let request): !request.keepAlive
-        case .idle, .discarding, .streaming: false
-        case .closing, .closed: true
+        case .answering(let keepAlive), .openingStream(let keepAlive), .discarding(let keepAlive): return !keepAlive
+        case .receiving(let request): return !request.keepAlive
+        case .idle, .streaming: return false
+        case .closing, .closed: return true
         }
-    }
-
-    var isStreaming: Bool {
-        if case .streaming = state { return true }
-        return false
     }
 
     /// Runs `body` on the open stream's state; `nil` when no stream is open.
@@ -210,11 +230,28 @@ struct ConnectionStateMachine<Stream> {
         return .none
     }
 
-    /// The channel wants to read: allowed unless an answer is pending.
-    mutating func readRequested() -> Action {
+    /// The channel wants to read. Not while an answer is pending, nor while the socket
+    /// holds answers the client has not read (a stream reads on, to see its client leave).
+    mutating func readRequested(writable: Bool) -> Action {
         switch state {
-        case .answering, .closed: .none
-        default: backlog.isEmpty ? .read : .none
+        case .answering, .openingStream, .closed: return .none
+        case .streaming, .closing: return .read
+        case .idle, .receiving, .discarding: return backlog.isEmpty && writable ? .read : .none
+        }
+    }
+
+    /// The socket took (or stopped taking) what was written.
+    mutating func writabilityChanged(writable: Bool) -> Action {
+        guard writable else { return .none }
+        switch state {
+        case .streaming(let stream, waitsForWritability: true):
+            state = .streaming(stream, waitsForWritability: false)
+            return .writeEvents
+        case .idle, .receiving, .discarding:
+            // A read withheld while answers waited in the socket.
+            return backlog.isEmpty ? .read : .none
+        case .answering, .openingStream, .streaming, .closing, .closed:
+            return .none
         }
     }
 
@@ -227,7 +264,7 @@ struct ConnectionStateMachine<Stream> {
             state = .closed
             return .closeNow
         }
-        guard keepAlive else { return closeAfterAnswer() }
+        guard keepAlive, case .serving = lifecycle else { return closeAfterAnswer() }
         state = .idle(.waiting)
         epoch += 1
         return .none
@@ -245,17 +282,21 @@ struct ConnectionStateMachine<Stream> {
     }
 
     mutating func streamOpened(_ stream: Stream) -> Action {
-        guard case .openingStream(let keepAlive) = state else { return .none }
+        guard case .openingStream = state else { return .none }
         state = .streaming(stream, waitsForWritability: false)
+        // Nothing can follow a response that does not end: what a client sent after the
+        // stream's request is dropped, and reads go on, to see the client leave.
+        backlog.removeAll()
         // A server that started stopping while the stream opened ends it at once.
-        return keepAlive ? .none : endStream()
+        if case .quiescing = lifecycle { return endStream() }
+        return .none
     }
 
     /// The stream was refused with an answer already written (404, or the overload answer
-    /// that ends by itself).
+    /// that ends by itself and says `Connection: close`).
     mutating func streamRefused(then: Then) -> Action {
         guard case .openingStream(let keepAlive) = state else { return .none }
-        guard keepAlive, then == .keepAlive else { return closeAfterAnswer() }
+        guard keepAlive, then == .keepAlive, case .serving = lifecycle else { return closeAfterAnswer() }
         state = .idle(.answeredInThisRead)
         epoch += 1
         return .none
@@ -263,18 +304,15 @@ struct ConnectionStateMachine<Stream> {
 
     /// The session has events to send (or ended). `writable`: the socket takes more now.
     mutating func streamWoken(sessionEnded: Bool, writable: Bool) -> Action {
-        guard case .streaming(let stream, _) = state else { return .none }
+        guard case .streaming(let stream, let waiting) = state else { return .none }
         if sessionEnded { return endStream() }
         guard writable else {
-            state = .streaming(stream, waitsForWritability: true)
+            if !waiting {
+                state = .streaming(stream, waitsForWritability: true)
+                epoch += 1
+            }
             return .none
         }
-        state = .streaming(stream, waitsForWritability: false)
-        return .writeEvents
-    }
-
-    mutating func writabilityChanged(writable: Bool) -> Action {
-        guard writable, case .streaming(let stream, waitsForWritability: true) = state else { return .none }
         state = .streaming(stream, waitsForWritability: false)
         return .writeEvents
     }
@@ -286,29 +324,34 @@ struct ConnectionStateMachine<Stream> {
         return .closeNow
     }
 
+    /// The output is closed: linger, unless the client has closed its side already.
+    mutating func outputClosed() -> Action {
+        guard case .closing(.draining(let inputClosed)) = state else { return .none }
+        guard !inputClosed else {
+            state = .closed
+            return .closeNow
+        }
+        state = .closing(.lingering)
+        epoch += 1
+        return .none
+    }
+
     // MARK: - Inputs from the server and the clock
 
     /// The server is stopping: answer what was read, with `Connection: close`, then close.
     mutating func quiesce() -> Action {
+        guard case .serving = lifecycle else { return .none }
+        lifecycle = .quiescing
         backlog.removeAll()
         switch state {
         case .idle:
             return closeAfterAnswer()
-        case .receiving(var request):
-            request.keepAlive = false
-            state = .receiving(request)
-        case .discarding:
-            state = .discarding(keepAlive: false)
-        case .answering:
-            state = .answering(keepAlive: false)
-        case .openingStream:
-            state = .openingStream(keepAlive: false)
         case .streaming:
             return endStream()
-        case .closing, .closed:
-            break
+        case .receiving, .discarding, .answering, .openingStream, .closing, .closed:
+            // The answer in progress says `Connection: close`, and the connection closes after it.
+            return .none
         }
-        return .none
     }
 
     mutating func deadlinePassed(_ passed: Deadline) -> Action {
@@ -324,10 +367,12 @@ struct ConnectionStateMachine<Stream> {
             return .closeNow
         case .receiving(let request):
             return refuse(.requestTimeout, head: request.head, then: .close)
-        case .closing:
+        case .answering, .streaming, .closing:
+            // A client that does not read, or does not close: its unsent bytes are dropped.
             state = .closed
+            backlog.removeAll()
             return .closeNow
-        case .answering, .streaming, .openingStream, .closed:
+        case .openingStream, .closed:
             return .none
         }
     }
@@ -342,11 +387,7 @@ struct ConnectionStateMachine<Stream> {
 
     private mutating func receive(_ part: Part) -> Action {
         switch state {
-        case .answering:
-            backlog.append(part)
-            return .none
-        case .openingStream:
-            // Opening a stream is synchronous: nothing can arrive meanwhile but by a bug.
+        case .answering, .openingStream:
             backlog.append(part)
             return .none
         default:
@@ -361,7 +402,10 @@ struct ConnectionStateMachine<Stream> {
 
     private mutating func process(_ part: Part) -> Action {
         switch (state, part) {
-        case (.closing, .inputClosed):
+        case (.closing(.draining), .inputClosed):
+            state = .closing(.draining(inputClosed: true))
+            return .none
+        case (.closing(.lingering), .inputClosed):
             state = .closed
             return .closeNow
         case (.closing, _), (.closed, _):
@@ -380,12 +424,13 @@ struct ConnectionStateMachine<Stream> {
             let head: HTTPRequestHead? = if case .receiving(let request) = state { request.head } else { nil }
             return refuse(.malformed(error), head: head, then: .close)
 
-        case (.idle, .head(let head)):
-            epoch += 1
+        case (.idle(let idle), .head(let head)):
+            // The request deadline runs from the head's first byte; a head that came whole
+            // in one read starts it now.
+            if idle != .headStarted { epoch += 1 }
             return headReceived(checking: head)
         case (.idle, .inputClosed):
-            state = .closed
-            return .closeNow
+            return closeAfterAnswer()
         case (.idle, .body), (.idle, .end):
             // The decoder never sends these outside a request.
             return .none
@@ -405,19 +450,17 @@ struct ConnectionStateMachine<Stream> {
             return requestComplete(request)
         case (.receiving, .inputClosed):
             // The decoder reports a request cut short as malformed first; this is its end.
-            state = .closed
-            return .closeNow
+            return closeAfterAnswer()
         case (.receiving, .head):
             return .none
 
         case (.discarding(let keepAlive), .end):
-            guard keepAlive else { return closeAfterAnswer() }
+            guard keepAlive, case .serving = lifecycle else { return closeAfterAnswer() }
             state = .idle(.answeredInThisRead)
             epoch += 1
             return .none
         case (.discarding, .inputClosed):
-            state = .closed
-            return .closeNow
+            return closeAfterAnswer()
         case (.discarding, _):
             return .none
 
@@ -428,9 +471,9 @@ struct ConnectionStateMachine<Stream> {
     }
 
     private mutating func headReceived(checking head: HTTPRequestHead) -> Action {
-        let keepAlive = head.isKeepAlive
-        let then: Then = keepAlive ? .keepAlive : .close
-        if let refusal = Self.check(head, limits: limits) {
+        let summary = HeadSummary(head)
+        let then: Then = summary.keepAlive ? .keepAlive : .close
+        if let refusal = summary.refusal(limits: limits) {
             // A head whose framing cannot be trusted closes the connection after the answer.
             return refuse(refusal.error, head: head, then: refusal.framingIntact ? then : .close)
         }
@@ -438,110 +481,134 @@ struct ConnectionStateMachine<Stream> {
         if case .methodNotAllowed(let allow) = route {
             return refuse(.methodNotAllowed(head.method.rawValue, allow: allow), head: head, then: then)
         }
-        let expectsContinue = head.version.minor >= 1 && head.headers.first(name: "expect") != nil
-        if let length = head.headers.first(name: "content-length").flatMap(Int.init), length > limits.maxBodyBytes {
+        if let length = summary.contentLength, length > limits.maxBodyBytes {
             // A client waiting for `100 Continue` has not sent the body: closing is cheaper
             // than waiting to see whether it sends it anyway.
-            return refuse(.bodyTooLarge(limit: limits.maxBodyBytes), head: head, then: expectsContinue ? .close : then)
+            return refuse(.bodyTooLarge(limit: limits.maxBodyBytes), head: head, then: summary.expectsContinue ? .close : then)
         }
-        state = .receiving(Request(head: head, route: route, body: nil, keepAlive: keepAlive))
-        return expectsContinue ? .sendContinue : .none
+        state = .receiving(Request(head: head, route: route, body: nil, keepAlive: summary.keepAlive))
+        return summary.expectsContinue ? .sendContinue : .none
     }
 
     private mutating func requestComplete(_ request: Request) -> Action {
+        let keepAlive = request.keepAlive && lifecycle == .serving
         switch request.route {
         case .samples:
-            if request.keepAlive {
+            if keepAlive {
                 state = .idle(.answeredInThisRead)
                 epoch += 1
             } else {
-                state = .closing
-                epoch += 1
+                enterClosing()
             }
-            return .answer(request, then: request.keepAlive ? .keepAlive : .close)
+            return .answer(request, then: keepAlive ? .keepAlive : .close)
         case .events:
-            state = .openingStream(keepAlive: request.keepAlive)
+            state = .openingStream(keepAlive: keepAlive)
             return .openStream(request)
         case .router, .methodNotAllowed:
-            state = .answering(keepAlive: request.keepAlive)
+            state = .answering(keepAlive: keepAlive)
+            epoch += 1
             return .route(request)
         }
     }
 
     /// Refuses the request: after the answer the connection either discards the rest of the
-    /// request and serves the next, or closes.
+    /// request and serves the next, or closes. The request's deadline keeps running.
     private mutating func refuse(_ error: APIError, head: HTTPRequestHead?, then: Then) -> Action {
-        let after: Then
-        switch (then, state) {
-        case (.keepAlive, .receiving), (.keepAlive, .idle):
+        switch (then, state, lifecycle) {
+        case (.keepAlive, .receiving, .serving), (.keepAlive, .idle, .serving):
             state = .discarding(keepAlive: true)
-            after = .keepAlive
-        case (.keepAlive, _), (.close, _):
-            state = .closing
-            backlog.removeAll()
-            after = .close
+            return .refuse(error, head: head, then: .keepAlive)
+        default:
+            enterClosing()
+            return .refuse(error, head: head, then: .close)
         }
-        epoch += 1
-        return .refuse(error, head: head, then: after)
     }
 
     private mutating func closeAfterAnswer() -> Action {
-        state = .closing
-        backlog.removeAll()
-        epoch += 1
-        return .close
+        enterClosing()
+        return .closeOutput
     }
 
     private mutating func endStream() -> Action {
         guard case .streaming(let stream, _) = state else { return .none }
-        state = .closing
-        backlog.removeAll()
-        epoch += 1
+        enterClosing()
         return .endStream(stream)
     }
 
-    // MARK: - Head checks (RFC 9112)
-
-    private struct Refusal {
-        var error: APIError
-        /// Whether the body can still be told from the next request.
-        var framingIntact: Bool
+    private mutating func enterClosing() {
+        state = .closing(.draining(inputClosed: false))
+        backlog.removeAll()
+        epoch += 1
     }
+}
 
-    /// One pass over the header fields: a samples POST comes through here at every frame.
-    private static func check(_ head: HTTPRequestHead, limits: Limits) -> Refusal? {
-        var size = head.uri.utf8.count + 16
+extension ConnectionStateMachine {
+    /// What the machine needs of a head, read in one pass over its fields: a samples POST
+    /// comes through here at every frame of a gesture.
+    fileprivate struct HeadSummary {
+        var size: Int
         var hosts = 0
+        var contentLength: Int?
         var lengths = 0
         var codings: [String] = []
         var expectation: String?
-        for (name, value) in head.headers {
-            size += name.utf8.count + value.utf8.count + 4
-            switch name.utf8.count {
-            case 4 where name.lowercased() == "host": hosts += 1
-            case 6 where name.lowercased() == "expect": expectation = value
-            case 14 where name.lowercased() == "content-length": lengths += 1
-            case 17 where name.lowercased() == "transfer-encoding": codings.append(value)
-            default: break
+        var keepAlive: Bool
+        let http11: Bool
+
+        init(_ head: HTTPRequestHead) {
+            http11 = head.version.major == 1 && head.version.minor >= 1
+            size = head.uri.utf8.count + 16
+            var connection: String?
+            for (name, value) in head.headers {
+                size += name.utf8.count + value.utf8.count + 4
+                switch name.utf8.count {
+                case 4 where name.lowercased() == "host": hosts += 1
+                case 6 where name.lowercased() == "expect": expectation = value
+                case 10 where name.lowercased() == "connection": connection = connection.map { $0 + "," + value } ?? value
+                case 14 where name.lowercased() == "content-length":
+                    lengths += 1
+                    contentLength = Int(value)
+                case 17 where name.lowercased() == "transfer-encoding": codings.append(value)
+                default: break
+                }
             }
+            let tokens = connection.map { $0.lowercased().split(separator: ",").map { $0.filter { $0 != " " && $0 != "\t" } } } ?? []
+            keepAlive = http11 ? !tokens.contains("close") : tokens.contains("keep-alive")
         }
-        if size > limits.maxHeadBytes {
-            return Refusal(error: .headTooLarge(limit: limits.maxHeadBytes), framingIntact: false)
+
+        var expectsContinue: Bool {
+            http11 && expectation?.lowercased() == "100-continue"
         }
-        let http11 = head.version.minor >= 1
-        if hosts > 1 || (hosts == 0 && http11) {
-            return Refusal(error: .badHost(count: hosts), framingIntact: true)
+
+        struct Refusal {
+            var error: APIError
+            /// Whether the body can still be told from the next request.
+            var framingIntact: Bool
         }
-        if !codings.isEmpty {
-            guard lengths == 0 else { return Refusal(error: .conflictingFraming, framingIntact: false) }
-            let list = codings.flatMap { $0.split(separator: ",") }.map { $0.filter { $0 != " " && $0 != "\t" }.lowercased() }
-            guard list == ["chunked"] else {
-                return Refusal(error: .unsupportedTransferCoding(codings.joined(separator: ", ")), framingIntact: false)
+
+        func refusal(limits: Limits) -> Refusal? {
+            if size > limits.maxHeadBytes {
+                return Refusal(error: .headTooLarge(limit: limits.maxHeadBytes), framingIntact: false)
             }
+            if hosts > 1 || (hosts == 0 && http11) {
+                return Refusal(error: .badHost(count: hosts), framingIntact: true)
+            }
+            if !codings.isEmpty {
+                guard lengths == 0 else { return Refusal(error: .conflictingFraming, framingIntact: false) }
+                // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
+                guard http11 else { return Refusal(error: .unsupportedTransferCoding(codings.joined(separator: ", ")), framingIntact: false) }
+                let list = codings.flatMap { $0.split(separator: ",") }.map { $0.filter { $0 != " " && $0 != "\t" }.lowercased() }
+                guard list == ["chunked"] else {
+                    return Refusal(error: .unsupportedTransferCoding(codings.joined(separator: ", ")), framingIntact: false)
+                }
+            }
+            if lengths > 1 {
+                return Refusal(error: .conflictingFraming, framingIntact: false)
+            }
+            if http11, let expectation, expectation.lowercased() != "100-continue" {
+                return Refusal(error: .unsupportedExpectation(expectation), framingIntact: true)
+            }
+            return nil
         }
-        if http11, let expectation, expectation.lowercased() != "100-continue" {
-            return Refusal(error: .unsupportedExpectation(expectation), framingIntact: true)
-        }
-        return nil
     }
 }

@@ -33,10 +33,12 @@ final class HotRoutes: Sendable {
         self.router = router
     }
 
-    /// Any other request, answered by the router on a task of its own.
+    /// Any other request, answered by the router on a task of its own. `HEAD` is answered as
+    /// `GET` would be (the connection sends the head only), as RFC 9110 asks of every server.
     func route(_ head: HTTPRequestHead, body: ByteBuffer, channel: any Channel) async -> Response {
         do {
-            let request = try HTTPRequest(head, secure: false, splitCookie: false)
+            var request = try HTTPRequest(head, secure: false, splitCookie: false)
+            if request.method == .head { request.method = .get }
             let source = ServerRequestContext.Source(channel: channel, logger: logger, client: client(of: head, channel: channel))
             return try await router(Request(head: request, body: RequestBody(buffer: body)), source)
         } catch {
@@ -44,20 +46,55 @@ final class HotRoutes: Sendable {
         }
     }
 
+    /// What a samples POST is answered with.
+    enum SamplesAnswer {
+        /// The state after the samples, as JSON: the bytes of the `state` event they caused.
+        case state(ByteBuffer)
+        case refused(JSONPayload)
+    }
+
     /// The samples POST: applied in `seq` order; answers the resulting state, or the error.
-    func samples(_ head: HTTPRequestHead, session id: String, body: ByteBuffer?) -> JSONPayload {
+    func samples(_ head: HTTPRequestHead, session id: String, body: ByteBuffer?) -> SamplesAnswer {
         do {
             let session = try sessions.session(id)
             let json = try JSONValue.parseBody(body.map { Array($0.readableBytesView) } ?? [])
             let samples = try SampleDecoding.decode(json, maxCount: configuration.maxSamplesPerRequest)
-            let state = try session.applySamples(samples, now: .now)
-            var body = ByteBufferAllocator().buffer(capacity: state.readableBytes + 10)
-            body.writeStaticString(#"{"state":"#)
-            body.writeImmutableBuffer(state)
-            body.writeStaticString("}")
-            return JSONResponse.payload(.ok, body, acceptsGzip: Gzip.accepted(by: head.headers))
+            return .state(try session.applySamples(samples, now: .now))
         } catch {
-            return refusal(error, head)
+            return .refused(refusal(error, head))
+        }
+    }
+
+    /// How a request for an event stream is answered.
+    enum StreamOpening {
+        /// The stream, and the bytes that open it: the response head, `retry:`, the catch-up.
+        case opened(EventStream, ByteBuffer)
+        /// Not now: the answer that tells the browser to come back later (and then closes).
+        case overloaded(JSONPayload)
+        /// Not at all (an unknown session, a bad `Last-Event-ID`).
+        case refused(JSONPayload)
+    }
+
+    /// Opens the stream of a `GET …/events`, within the limits on open streams.
+    func openStream(
+        _ head: HTTPRequestHead, session id: String, listener: any EventListener, channel: any Channel
+    ) -> StreamOpening {
+        do {
+            let (session, lastEventID) = try eventStreamRequest(head, session: id)
+            guard let ticket = streams.admit(client(of: head, channel: channel)) else {
+                logger.notice("told a stream of session \(id) to come back later: too many streams")
+                return .overloaded(EventStream.overloadAnswer(configuration))
+            }
+            guard let (stream, response, opening) = try EventStream.open(
+                session: session, listener: listener, ticket: ticket, lastEventID: lastEventID,
+                gzip: Gzip.accepted(by: head.headers), configuration: configuration)
+            else { throw APIError.sessionNotFound(id) }
+            var bytes = channel.allocator.buffer(capacity: 256 + opening.readableBytes)
+            ResponseHead.write(status: response.status, fields: response.headerFields, connection: .none, into: &bytes)
+            bytes.writeImmutableBuffer(opening)
+            return .opened(stream, bytes)
+        } catch {
+            return .refused(refusal(error, head))
         }
     }
 

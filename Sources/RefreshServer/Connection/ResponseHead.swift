@@ -1,14 +1,44 @@
 import HTTPTypes
 import NIOCore
+import NIOHTTP1
 
 /// An HTTP/1.1 response head written straight into bytes. The connection writes whole
 /// answers as one buffer to the socket: no response encoder in the pipeline, no
 /// conversion between header types on the way.
 enum ResponseHead {
-    /// Writes the status line, `fields`, `Server`, `Date` and, when the connection closes
-    /// after this answer, `Connection: close`; then the blank line.
+    /// What the `Connection` field says.
+    enum Connection {
+        /// Nothing: HTTP/1.1 keeps a connection alive unless told otherwise.
+        case none
+        /// The connection closes after this answer.
+        case close
+        /// An HTTP/1.0 client asked to keep the connection alive, and it is.
+        case keepAlive
+
+        init(closes: Bool, request: HTTPRequestHead?) {
+            if closes {
+                self = .close
+            } else if let request, request.version.major == 1, request.version.minor == 0 {
+                self = .keepAlive
+            } else {
+                self = .none
+            }
+        }
+
+        /// The field's line, after the line before it (no line break at the end).
+        fileprivate func write(into buffer: inout ByteBuffer) {
+            switch self {
+            case .none: break
+            case .close: buffer.writeStaticString("\r\nConnection: close")
+            case .keepAlive: buffer.writeStaticString("\r\nConnection: keep-alive")
+            }
+        }
+    }
+
+    /// Writes the status line, `fields`, `Server`, `Date` and the `Connection` field; then the
+    /// blank line.
     static func write(
-        status: HTTPResponse.Status, fields: HTTPFields, close: Bool, into buffer: inout ByteBuffer
+        status: HTTPResponse.Status, fields: HTTPFields, connection: Connection, into buffer: inout ByteBuffer
     ) {
         buffer.writeStaticString("HTTP/1.1 ")
         buffer.writeString(String(status.code))
@@ -23,15 +53,34 @@ enum ResponseHead {
         }
         buffer.writeStaticString("Server: refresh-server\r\nDate: ")
         buffer.writeString(HTTPDate.now())
-        if close { buffer.writeStaticString("\r\nConnection: close") }
+        connection.write(into: &buffer)
         buffer.writeStaticString("\r\n\r\n")
     }
 
-    /// A complete answer with a body of known length: one buffer, one write.
-    static func answer(_ payload: JSONPayload, close: Bool, allocator: ByteBufferAllocator) -> ByteBuffer {
+    /// A complete answer with a body of known length: one buffer, one write. The answer to a
+    /// `HEAD` request has the head only, with the length the body would have.
+    static func answer(
+        _ payload: JSONPayload, connection: Connection, headOnly: Bool, allocator: ByteBufferAllocator
+    ) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: 160 + payload.body.readableBytes)
-        write(status: payload.status, fields: payload.headers, close: close, into: &buffer)
-        buffer.writeImmutableBuffer(payload.body)
+        write(status: payload.status, fields: payload.headers, connection: connection, into: &buffer)
+        if !headOnly { buffer.writeImmutableBuffer(payload.body) }
+        return buffer
+    }
+
+    /// The answer to a samples POST, `{"state": …}`, written in one go: the hot path has no
+    /// header fields to build, only a status line and lines known in advance. A state is a
+    /// few hundred bytes, under the size worth compressing.
+    static func stateAnswer(_ state: ByteBuffer, connection: Connection, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: 200 + state.readableBytes)
+        buffer.writeStaticString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nContent-Length: ")
+        buffer.writeString(String(state.readableBytes + 10))
+        buffer.writeStaticString("\r\nServer: refresh-server\r\nDate: ")
+        buffer.writeString(HTTPDate.now())
+        connection.write(into: &buffer)
+        buffer.writeStaticString(#"\#r\#n\#r\#n{"state":"#)
+        buffer.writeImmutableBuffer(state)
+        buffer.writeStaticString("}")
         return buffer
     }
 

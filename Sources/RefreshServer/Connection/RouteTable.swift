@@ -21,21 +21,28 @@ enum RouteTable {
         if let query = path.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
             path = path[..<query]
         }
+        // The two requests every frame of a gesture makes are matched first, without
+        // splitting the path.
+        if let hot = hotRoute(method, path) { return hot }
         if let allowed = methods(path), !allowed.contains(method) {
             return .methodNotAllowed(allow: allowed.map(\.rawValue).joined(separator: ", "))
         }
-        if path.count > sessionsPrefix.count, path.starts(with: sessionsPrefix) {
-            let rest = path.dropFirst(sessionsPrefix.count)
-            if let slash = rest.firstIndex(of: UInt8(ascii: "/")) {
-                let id = String(Substring(rest[..<slash]))
-                switch (method, Substring(rest[rest.index(after: slash)...])) {
-                case (.POST, "samples"): return .samples(session: id)
-                case (.GET, "events"): return .events(session: id)
-                default: break
-                }
-            }
-        }
         return .router
+    }
+
+    private static func hotRoute(_ method: HTTPMethod, _ path: Substring.UTF8View) -> Route? {
+        guard method == .POST || method == .GET, path.count > sessionsPrefix.count, path.starts(with: sessionsPrefix) else {
+            return nil
+        }
+        let rest = path.dropFirst(sessionsPrefix.count)
+        guard let slash = rest.firstIndex(of: UInt8(ascii: "/")), slash != rest.startIndex else { return nil }
+        let action = rest[rest.index(after: slash)...]
+        let id = String(Substring(rest[..<slash]))
+        switch method {
+        case .POST where action.elementsEqual("samples".utf8): return .samples(session: id)
+        case .GET where action.elementsEqual("events".utf8): return .events(session: id)
+        default: return nil
+        }
     }
 
     private static let sessionsPrefix = "/api/sessions/".utf8
@@ -48,9 +55,9 @@ enum RouteTable {
         guard segments.first.map({ Substring($0) == "api" }) == true else { return files }
         let api = segments.dropFirst().map { Substring($0) }
         switch api.count {
-        case 1 where api[0] == "items": return [.GET, .POST]
+        case 1 where api[0] == "items": return [.GET, .HEAD, .POST]
         case 1 where api[0] == "sessions": return [.POST]
-        case 2 where api[0] == "sessions" && !api[1].isEmpty: return [.GET, .DELETE]
+        case 2 where api[0] == "sessions" && !api[1].isEmpty: return [.GET, .HEAD, .DELETE]
         case 3 where api[0] == "sessions" && !api[1].isEmpty:
             switch api[2] {
             case "events": return [.GET]

@@ -7,7 +7,8 @@ import NIOCore
 
 /// Who a request comes from, for the limits every client address shares. The socket's peer
 /// is the client, unless the peer is a proxy the operator trusts (`--trusted-proxy`): then
-/// the client is the nearest address in `X-Forwarded-For` that is not itself a trusted proxy.
+/// the client is the nearest address in `X-Forwarded-For` that is not itself a trusted proxy
+/// (or the farthest one given, when all are).
 /// A client cannot escape its limits by sending the header itself: from an untrusted peer it
 /// is ignored.
 struct TrustedProxies: Sendable {
@@ -63,21 +64,38 @@ struct TrustedProxies: Sendable {
 
     /// The client's address as a key for its limits.
     func client(peer: SocketAddress?, forwardedFor: [String]) -> String {
-        guard let peerText = peer?.ipAddress else { return "local" }
-        guard !networks.isEmpty, !forwardedFor.isEmpty, let peerBytes = Network.parse(peerText), trusts(peerBytes) else {
-            return Self.canonical(peerText)
-        }
-        // Right to left: each trusted hop vouches for the one before it.
-        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { String($0.filter { $0 != " " && $0 != "\t" }) }
+        guard let peerText = peer?.ipAddress, let peerBytes = Network.parse(peerText) else { return "local" }
+        guard !networks.isEmpty, !forwardedFor.isEmpty, trusts(peerBytes) else { return Self.key(peerBytes) }
+        // Right to left: each trusted hop vouches for the one before it. A hop that is not
+        // an address ends the walk at the last one that was.
+        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { Self.address(fromHop: $0) }
+        var client = peerBytes
         for hop in hops.reversed() {
-            guard let bytes = Network.parse(hop) else { break }
-            if !trusts(bytes) { return Self.canonical(hop) }
+            guard let bytes = hop.flatMap(Network.parse) else { break }
+            client = bytes
+            if !trusts(bytes) { break }
         }
-        return Self.canonical(peerText)
+        return Self.key(client)
     }
 
-    private static func canonical(_ text: String) -> String {
-        guard let bytes = Network.parse(text) else { return text }
-        return bytes.map { String($0) }.joined(separator: bytes.count == 4 ? "." : ":")
+    /// The address of one `X-Forwarded-For` hop, which proxies write as `a.b.c.d`,
+    /// `a.b.c.d:port`, `v6` or `[v6]:port`.
+    static func address(fromHop hop: Substring) -> String? {
+        let text = hop.filter { $0 != " " && $0 != "\t" }
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            return String(text[text.index(after: text.startIndex)..<close])
+        }
+        let colons = text.count(where: { $0 == ":" })
+        if colons == 1, let colon = text.firstIndex(of: ":") { return String(text[..<colon]) }
+        return text.isEmpty ? nil : String(text)
+    }
+
+    /// IPv4 addresses count one by one; IPv6 by their /64, the block one subscriber gets,
+    /// so one client cannot multiply its limits by using many addresses of its own block.
+    static func key(_ bytes: [UInt8]) -> String {
+        if bytes.count == 4 { return bytes.map { String($0) }.joined(separator: ".") }
+        let hextets = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        return hextets.joined(separator: ":") + "::/64"
     }
 }

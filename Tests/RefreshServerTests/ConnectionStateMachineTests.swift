@@ -1,0 +1,148 @@
+import NIOCore
+import NIOHTTP1
+import Testing
+@testable import RefreshServer
+
+/// The machine alone, with plain values: the transitions a channel test reaches only by
+/// timing (a stale deadline, a stream opened while the server stops, a full socket).
+@Suite struct ConnectionStateMachineTests {
+    typealias Machine = ConnectionStateMachine<Int>
+
+    static func machine() -> Machine {
+        Machine(limits: .init(maxBodyBytes: 64, maxHeadBytes: 1024))
+    }
+
+    static func head(_ uri: String, method: HTTPMethod = .GET, headers: HTTPHeaders = ["Host": "x"]) -> HTTPRequestHead {
+        HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers)
+    }
+
+    /// Opens an event stream whose state is `stream`.
+    static func streaming(_ stream: Int = 7) -> Machine {
+        var machine = machine()
+        _ = machine.headReceived(head("/api/sessions/s/events"))
+        guard case .openStream = machine.endReceived() else { fatalError("no stream asked for") }
+        _ = machine.streamOpened(stream)
+        return machine
+    }
+
+    @Test func aStaleDeadlineIsIgnored() {
+        var machine = Self.machine()
+        let idle = machine.deadline
+        #expect(idle?.kind == .idle)
+        _ = machine.headReceived(Self.head("/healthz"))
+        _ = machine.endReceived()
+        _ = machine.routedResponseEnded(completely: true)
+        // A new idle deadline: the first one's timer, firing late, changes nothing.
+        #expect(machine.deadline != idle)
+        guard case .none = machine.deadlinePassed(idle!) else { Issue.record("a stale deadline acted"); return }
+        guard case .closeOutput = machine.deadlinePassed(machine.deadline!) else { Issue.record("the idle deadline did not close"); return }
+    }
+
+    @Test func bytesThatCompleteARequestDoNotStartTheRequestDeadline() {
+        var machine = Self.machine()
+        _ = machine.headReceived(Self.head("/api/sessions/s/samples", method: .POST, headers: ["Host": "x", "Content-Length": "2"]))
+        _ = machine.bodyReceived(ByteBuffer(string: "{}"))
+        guard case .answer = machine.endReceived() else { Issue.record("not answered inline"); return }
+        _ = machine.readCompleted()
+        #expect(machine.deadline?.kind == .idle)
+        // The next read brings bytes but no request: a head has started.
+        _ = machine.readCompleted()
+        #expect(machine.deadline?.kind == .request)
+    }
+
+    @Test func partsThatArriveWhileTheRouterAnswersWaitAndAreTakenUpInOrder() {
+        var machine = Self.machine()
+        _ = machine.headReceived(Self.head("/one"))
+        guard case .route = machine.endReceived() else { Issue.record("not routed"); return }
+        _ = machine.headReceived(Self.head("/api/sessions/s/samples", method: .POST, headers: ["Host": "x", "Content-Length": "2"]))
+        _ = machine.bodyReceived(ByteBuffer(string: "{}"))
+        _ = machine.endReceived()
+        _ = machine.headReceived(Self.head("/three"))
+        _ = machine.endReceived()
+        guard case .none = machine.readRequested(writable: true) else { Issue.record("read while an answer is pending"); return }
+        _ = machine.routedResponseEnded(completely: true)
+        var taken: [String] = []
+        while let next = machine.nextPending() {
+            switch next {
+            case .answer(let request, _): taken.append("answer \(request.head.uri)")
+            case .route(let request): taken.append("route \(request.head.uri)")
+            default: break
+            }
+        }
+        #expect(taken == ["answer /api/sessions/s/samples", "route /three"])
+        // The third is being answered: nothing more is read until it is.
+        guard case .none = machine.readRequested(writable: true) else { Issue.record("read while an answer is pending"); return }
+        _ = machine.routedResponseEnded(completely: true)
+        if let next = machine.nextPending() { Issue.record("\(next) was still waiting") }
+        guard case .read = machine.readRequested(writable: true) else { Issue.record("no read once free"); return }
+    }
+
+    @Test func anAnswerThatFailsHalfWayClosesAtOnce() {
+        var machine = Self.machine()
+        _ = machine.headReceived(Self.head("/one"))
+        _ = machine.endReceived()
+        guard case .closeNow = machine.routedResponseEnded(completely: false) else { Issue.record("kept a broken connection"); return }
+    }
+
+    @Test func aFullSocketMakesTheStreamWaitForWritability() {
+        var machine = Self.streaming()
+        guard case .none = machine.streamWoken(sessionEnded: false, writable: false) else { Issue.record("wrote to a full socket"); return }
+        guard case .none = machine.writabilityChanged(writable: false) else { Issue.record("wrote while still full"); return }
+        guard case .writeEvents = machine.writabilityChanged(writable: true) else { Issue.record("did not resume"); return }
+        // Writable again and not waiting: a writability change alone writes nothing.
+        guard case .none = machine.writabilityChanged(writable: true) else { Issue.record("wrote twice"); return }
+        #expect(machine.withStream { $0 } == 7)
+    }
+
+    @Test func aStreamOpenedWhileTheServerStopsEndsAtOnce() {
+        var machine = Self.machine()
+        _ = machine.headReceived(Self.head("/api/sessions/s/events"))
+        _ = machine.endReceived()
+        _ = machine.quiesce()
+        guard case .endStream(let stream) = machine.streamOpened(3) else { Issue.record("the stream outlived the server"); return }
+        #expect(stream == 3)
+        // Its end is written before the output closes; a client that never reads it is dropped.
+        #expect(machine.deadline?.kind == .send)
+        _ = machine.outputClosed()
+        #expect(machine.deadline?.kind == .linger)
+    }
+
+    @Test func garbageOnAStreamEndsItCleanlyWithoutASecondAnswer() {
+        var machine = Self.streaming()
+        guard case .endStream = machine.malformedReceived(.invalidVersion) else { Issue.record("not ended"); return }
+        guard case .none = machine.malformedReceived(.invalidVersion) else { Issue.record("answered after the end"); return }
+    }
+
+    @Test func theClientsCloseEndsTheLingerAndTheLingerDeadlineEndsItToo() {
+        var machine = Self.machine()
+        _ = machine.headReceived(Self.head("/bye", headers: ["Host": "x", "Connection": "close"]))
+        _ = machine.endReceived()
+        guard case .closeOutput = machine.routedResponseEnded(completely: true) else { Issue.record("kept alive"); return }
+        _ = machine.outputClosed()
+        let linger = machine.deadline
+        #expect(linger?.kind == .linger)
+        // Whatever the client still sends is dropped, not answered.
+        guard case .none = machine.headReceived(Self.head("/late")) else { Issue.record("answered after close"); return }
+        guard case .closeNow = machine.deadlinePassed(linger!) else { Issue.record("lingered on"); return }
+
+        var other = Self.machine()
+        _ = other.quiesce()
+        // The client closes while the output still drains: once it has, nothing is left to linger for.
+        guard case .none = other.inputClosed() else { Issue.record("closed before the output drained"); return }
+        guard case .closeNow = other.outputClosed() else { Issue.record("lingered after the client closed"); return }
+    }
+
+    @Test func aRefusedBodyIsDroppedAndTheConnectionServesOn() {
+        var machine = Self.machine()
+        _ = machine.headReceived(Self.head("/api/items", method: .POST, headers: ["Host": "x", "Transfer-Encoding": "chunked"]))
+        guard case .refuse(let error, _, .keepAlive) = machine.bodyReceived(ByteBuffer(repeating: 1, count: 65)) else {
+            Issue.record("a body over the limit was kept"); return
+        }
+        #expect(error.status == .contentTooLarge)
+        guard case .none = machine.bodyReceived(ByteBuffer(repeating: 1, count: 65)) else { Issue.record("refused twice"); return }
+        _ = machine.endReceived()
+        guard case .route = { _ = machine.headReceived(Self.head("/next")); return machine.endReceived() }() else {
+            Issue.record("the next request was not served"); return
+        }
+    }
+}
