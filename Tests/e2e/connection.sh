@@ -7,26 +7,9 @@ start_server --max-body-bytes 4096
 session=$(new_session)
 port=${BASE##*:}
 
-# raw BYTES...: sends the request bytes on one connection, prints what came back before close
-# or a second of silence.
-raw() {
-    python3 - "$port" "$@" <<'PY'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.settimeout(1.0)
-s.sendall("".join(sys.argv[2:]).encode().decode("unicode_escape").encode("latin-1"))
-data = b""
-try:
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-except socket.timeout:
-    pass
-sys.stdout.write(data.decode("latin-1"))
-PY
-}
+# raw BYTES...: sends the request bytes on one connection, prints what came back before
+# close or a second of silence.
+raw() { exchange 1 "$(printf '%s' "$@")"; }
 
 get="GET /api/sessions/$session HTTP/1.1\r\nHost: x\r\n\r\n"
 body='{"seq":1,"y":-30}'

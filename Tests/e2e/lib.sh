@@ -98,6 +98,26 @@ for block in blocks:
 PY
 }
 
+# exchange SECONDS BYTES: sends the request bytes on one connection, prints what came back until
+# the server closed it, or that and "(still open)" after SECONDS of silence.
+exchange() {
+    python3 - "${BASE##*:}" "$1" "$2" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(float(sys.argv[2]))
+s.sendall(sys.argv[3].encode().decode("unicode_escape").encode("latin-1"))
+data = b""
+try:
+    while chunk := s.recv(65536):
+        data += chunk
+except socket.timeout:
+    data += b"(still open)"
+except ConnectionResetError:
+    pass
+sys.stdout.write(data.decode("latin-1"))
+PY
+}
+
 finish() {
     echo "$NAME: $PASSED passed, $FAILED failed"
     if [ "$PASSED" -eq 0 ]; then

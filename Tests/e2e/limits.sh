@@ -47,41 +47,21 @@ check() {
 # header NAME FILE: the value of a response header in a file written by curl -D.
 header() { grep -i "^$1:" "$2" | head -n1 | cut -d: -f2- | tr -d '\r' | sed 's/^ *//' || true; }
 
-# raw SECONDS BYTES: sends the request bytes on one connection, prints what came back until
-# the server closed it, or that and "(still open)" after SECONDS of silence.
-raw() {
-    python3 - "${BASE##*:}" "$1" "$2" <<'PY'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.settimeout(float(sys.argv[2]))
-s.sendall(sys.argv[3].encode().decode("unicode_escape").encode("latin-1"))
-data = b""
-try:
-    while chunk := s.recv(65536):
-        data += chunk
-except socket.timeout:
-    data += b"(still open)"
-except ConnectionResetError:
-    pass
-sys.stdout.write(data.decode("latin-1"))
-PY
-}
-
 # ---------------------------------------------------------------------------------------
 echo "-- request heads: deadline and size"
 start_server --request-head-timeout 2 --max-head-bytes 1024
 port=${BASE##*:}
 
 small=$(printf '%*s' 800 '' | tr ' ' a)
-answer=$(raw 3 "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: $small\r\n\r\n")
+answer=$(exchange 3 "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: $small\r\n\r\n")
 expect_match "a head under --max-head-bytes is answered" "$answer" '^HTTP/1.1 200'
 large=$(printf '%*s' 2000 '' | tr ' ' a)
-answer=$(raw 3 "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: $large\r\n\r\n")
+answer=$(exchange 3 "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: $large\r\n\r\n")
 expect_match "a head over --max-head-bytes 1024 → 431" "$answer" '^HTTP/1.1 431'
 expect_match "with a JSON error" "$answer" '"error" *:'
 expect "and the connection is closed" "$(grep -c 'still open' <<<"$answer" || true)" 0
 
-answer=$(raw 5 "POST /api/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+answer=$(exchange 5 "POST /api/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
 expect_match "a body that never arrives → 408 at the deadline" "$answer" '^HTTP/1.1 408'
 expect "and the connection is closed" "$(grep -c 'still open' <<<"$answer" || true)" 0
 

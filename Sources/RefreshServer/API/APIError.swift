@@ -62,7 +62,20 @@ public struct APIError: Error, Sendable, Equatable {
         if case .headerOverflow = error {
             return Self(.requestHeaderFieldsTooLarge, "head_too_large", "The request head is too large.")
         }
-        return Self(.badRequest, "malformed_request", "The request is not valid HTTP/1.1 (\(error)).")
+        let detail: String? =
+            switch error {
+            case .invalidHeaderToken: "a header field is malformed"
+            case .invalidVersion: "its HTTP version is not 1.0 or 1.1"
+            case .invalidMethod: "its method is malformed"
+            case .invalidURL: "its target is malformed"
+            case .invalidContentLength: "its Content-Length is not a length"
+            case .unexpectedContentLength: "it has Content-Length and Transfer-Encoding"
+            case .invalidChunkSize: "a chunk size is malformed"
+            case .invalidEOFState: "the connection closed in the middle of it"
+            case .invalidConstant, .lfExpected, .strictModeAssertion, .invalidCharactersUsed: "its framing is malformed"
+            default: nil
+            }
+        return Self(.badRequest, "malformed_request", "The request is not valid HTTP/1.1" + (detail.map { ": \($0)." } ?? "."))
     }
 
     static func headTooLarge(limit: Int) -> Self {
