@@ -60,7 +60,7 @@ public enum RefreshApplication {
         }
         let server = HTTPServer(
             host: configuration.host, port: configuration.port, group: group, maxHeadBytes: configuration.maxHeadBytes,
-            logger: logger, makeHandler: { ConnectionHandler(routes: routes) }, onServerRunning: onServerRunning)
+            steerByClient: configuration.steerByClient, logger: logger, makeHandler: { ConnectionHandler(routes: routes) }, onServerRunning: onServerRunning)
         let maintenance = SessionMaintenance(sessions: sessions, keepaliveInterval: configuration.keepaliveInterval)
         return ServiceGroup(configuration: .init(services: [maintenance, server], logger: logger))
     }

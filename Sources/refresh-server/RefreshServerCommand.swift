@@ -103,6 +103,9 @@ struct RefreshServerCommand: AsyncParsableCommand {
     @Option(help: "Threads serving connections (default: one per CPU core). One keeps a sample and the streams it updates on the same thread.")
     var eventLoops: Int?
 
+    @Flag(help: "Keep each client's connections on one event loop, chosen by its address (a sample and its stream never cross threads); not for clients behind a shared address.")
+    var steerByClient = false
+
     @Flag(inversion: .prefixedNo, help: "Seed an empty store with example items (default: on when no --feed is given).")
     var demo: Bool?
 
@@ -165,6 +168,7 @@ struct RefreshServerCommand: AsyncParsableCommand {
         configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         configuration.maxHeadBytes = maxHeadBytes
         configuration.sendTimeout = .milliseconds(Int64(sendTimeout * 1000))
+        configuration.steerByClient = steerByClient
         configuration.reconnectDelayMilliseconds = reconnectDelayMs
 
         let host = self.host

@@ -11,6 +11,11 @@ public struct ServerConfiguration: Sendable {
     /// open when listening on loopback only, and refused otherwise.
     public var publishToken: String?
 
+    /// Keep each client's connections on one event loop, chosen by its address: a sample and
+    /// the stream it updates then never cross threads (about a third less CPU per sample).
+    /// Off by default: clients sharing an address (a carrier's NAT, an office, a proxy) would
+    /// all share one loop.
+    public var steerByClient = false
     /// Threads serving connections; `nil` is one per CPU core. Samples and event streams are
     /// answered on these threads, so with one, a sample and the streams it updates never
     /// wait for another thread to wake.

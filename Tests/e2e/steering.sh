@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# --steer-by-client: every connection of one client address lands on one event loop, so its
+# samples and its streams are served by one thread; clients at other addresses still use
+# the others. Read from each NIO thread's CPU time (/proc/PID/task/*/schedstat).
+source "$(dirname "$0")/lib.sh"
+
+# traffic ADDRESS...: for each address, four sessions, each with its stream on one
+# connection and 200 samples posted on another, all from that address.
+traffic() {
+    python3 - "${BASE##*:}" "$@" <<'PY'
+import http.client, json, socket, sys
+port, addresses = int(sys.argv[1]), sys.argv[2:]
+streams = []
+for address in addresses:
+    for _ in range(4):
+        c = http.client.HTTPConnection("127.0.0.1", port, source_address=(address, 0), timeout=5)
+        c.request("POST", "/api/sessions", body="{}")
+        session = json.loads(c.getresponse().read())["id"]
+        s = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(address, 0))
+        s.sendall(f"GET /api/sessions/{session}/events HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        s.recv(4096)
+        streams.append(s)
+        for seq in range(1, 201):
+            c.request("POST", f"/api/sessions/{session}/samples", body=json.dumps({"seq": seq, "y": -(seq % 90)}))
+            c.getresponse().read()
+        c.close()
+for s in streams:
+    s.close()
+PY
+}
+
+# The CPU time each NIO thread has run so far, "TASK NANOSECONDS" per line.
+nio_times() {
+    for task in /proc/"$SERVER_PID"/task/*; do
+        if grep -q '^NIO-' "$task/comm"; then echo "$(basename "$task") $(cut -d' ' -f1 "$task/schedstat")"; fi
+    done
+}
+mark() { nio_times >"$WORK/mark"; }
+# busy: how many NIO threads did more than a tenth of the NIO threads' work since `mark`.
+busy() {
+    nio_times >"$WORK/now"
+    python3 - "$WORK/mark" "$WORK/now" <<'PY'
+import sys
+before = dict(line.split() for line in open(sys.argv[1]))
+spent = [int(value) - int(before.get(task, 0)) for task, value in (line.split() for line in open(sys.argv[2]))]
+print(sum(1 for s in spent if s > 0.1 * sum(spent)))
+PY
+}
+
+start_server --event-loops 2 --steer-by-client
+mark
+traffic 127.0.0.1
+expect "one client's four sessions and their streams are served by one thread" "$(busy)" 1
+mark
+traffic 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 127.0.0.6 127.0.0.7
+expect "six clients are spread over both threads" "$(busy)" 2
+kill "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null || true
+
+# Without it, NIO deals connections to the loops in turn: the same client uses both.
+start_server --event-loops 2
+mark
+traffic 127.0.0.1
+expect "without --steer-by-client, one client's connections use both threads" "$(busy)" 2
+finish
