@@ -107,6 +107,12 @@ import Testing
 
         var isOpen: Bool { channel.isActive }
 
+        /// Whether the connection is closed once what is pending on its event loop has run.
+        func isClosedOnceSettled() async -> Bool {
+            await channel.testingEventLoop.run()
+            return !channel.isActive
+        }
+
         func session() throws -> Session {
             try routes.sessions.create(config: Preset.standard.config, client: "test")
         }
@@ -190,8 +196,7 @@ import Testing
         #expect(first.lowerBound < refusal.lowerBound)
         #expect(replies.contains(#""error":"malformed_request""#))
         #expect(replies.contains("Connection: close"))
-        await connection.channel.testingEventLoop.run()
-        #expect(!connection.isOpen)
+        #expect(await connection.isClosedOnceSettled())
     }
 
     @Test func connectionCloseIsHonouredAndSaid() async throws {
@@ -199,8 +204,7 @@ import Testing
         try await connection.send(Self.get("/bye", "Connection: close\r\n"))
         let reply = try await connection.answers(1)
         #expect(reply.contains("Connection: close\r\n"))
-        await connection.channel.testingEventLoop.run()
-        #expect(!connection.isOpen)
+        #expect(await connection.isClosedOnceSettled())
     }
 
     @Test func anHTTP10RequestClosesUnlessItAsksToBeKeptAlive() async throws {
@@ -208,8 +212,7 @@ import Testing
         try await connection.send("GET /old HTTP/1.0\r\n\r\n")
         let reply = try await connection.answers(1)
         #expect(reply.contains("Connection: close\r\n"))
-        await connection.channel.testingEventLoop.run()
-        #expect(!connection.isOpen)
+        #expect(await connection.isClosedOnceSettled())
     }
 
     @Test func aChunkedBodyOverTheLimitIs413AndTheNextRequestIsStillAnswered() async throws {
@@ -287,8 +290,7 @@ import Testing
         let reply = try await connection.written()
         #expect(Self.statuses(reply) == [413])
         #expect(!reply.contains("100 Continue"))
-        await connection.channel.testingEventLoop.run()
-        #expect(!connection.isOpen)
+        #expect(await connection.isClosedOnceSettled())
     }
 
     @Test func aHeadRequestGetsTheHeadOnlyWithTheLengthTheBodyWouldHave() async throws {
@@ -360,8 +362,7 @@ import Testing
         #expect(connection.isOpen)
         let reply = try await connection.answers(1)
         #expect(reply.hasSuffix("/last"))
-        await connection.channel.testingEventLoop.run()
-        #expect(!connection.isOpen)
+        #expect(await connection.isClosedOnceSettled())
     }
 
     @Test func quiescingClosesAnIdleConnection() async throws {
@@ -369,8 +370,7 @@ import Testing
         try await connection.send(Self.get("/one"))
         _ = try await connection.answers(1)
         try await connection.fire(ChannelShouldQuiesceEvent())
-        await connection.channel.testingEventLoop.run()
-        #expect(!connection.isOpen)
+        #expect(await connection.isClosedOnceSettled())
     }
 
     @Test func quiescingAnswersTheRequestInProgressWithConnectionClose() async throws {
@@ -380,8 +380,7 @@ import Testing
         let reply = try await connection.answers(1)
         #expect(reply.contains("Connection: close\r\n"))
         #expect(reply.hasSuffix("/in-progress"))
-        await connection.channel.testingEventLoop.run()
-        #expect(!connection.isOpen)
+        #expect(await connection.isClosedOnceSettled())
         #expect(!reply.contains("/unread"))
     }
 
@@ -395,8 +394,7 @@ import Testing
         let reply = try await connection.written()
         #expect(Self.statuses(reply) == [200])
         #expect(reply.contains("Connection: close\r\n"))
-        await connection.channel.testingEventLoop.run()
-        #expect(!connection.isOpen)
+        #expect(await connection.isClosedOnceSettled())
     }
 
     // MARK: - Deadlines
@@ -538,8 +536,7 @@ import Testing
         let retry = try #require(reply.firstMatch(of: /retry: (\d+)/)).1
         #expect((2000...6000).contains(Int(retry) ?? 0))
         #expect(!reply.contains("event:"))
-        await connection.channel.testingEventLoop.run()
-        #expect(!connection.isOpen)
+        #expect(await connection.isClosedOnceSettled())
         #expect(session.openStreams == 0)
     }
 
@@ -558,8 +555,7 @@ import Testing
         _ = try await connection.written()
         try await connection.fire(ChannelShouldQuiesceEvent())
         #expect(try await connection.written().hasSuffix("0\r\n\r\n"))
-        await connection.channel.testingEventLoop.run()
-        #expect(!connection.isOpen)
+        #expect(await connection.isClosedOnceSettled())
         #expect(session.openStreams == 0)
     }
 

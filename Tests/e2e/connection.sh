@@ -36,22 +36,7 @@ expect_match "the date is given" "$(curl -s -D - -o /dev/null "$BASE/healthz")" 
 
 # halfclose BYTES: sends them, closes the sending side, prints what came back before EOF
 # (or "(still open)" after two seconds).
-halfclose() {
-    python3 - "$port" "$1" <<'PY'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.settimeout(2.0)
-s.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
-s.shutdown(socket.SHUT_WR)
-data = b""
-try:
-    while chunk := s.recv(65536):
-        data += chunk
-except socket.timeout:
-    data += b"(still open)"
-sys.stdout.write(data.decode("latin-1"))
-PY
-}
+halfclose() { exchange 2 "$1" half-close; }
 answer=$(halfclose "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 expect_match "a request then a half-close is answered" "$answer" '"status":"ok"'
 expect "and then the connection closes" "$(grep -c 'still open' <<<"$answer")" 0

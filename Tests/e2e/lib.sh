@@ -98,14 +98,17 @@ for block in blocks:
 PY
 }
 
-# exchange SECONDS BYTES: sends the request bytes on one connection, prints what came back until
-# the server closed it, or that and "(still open)" after SECONDS of silence.
+# exchange SECONDS BYTES [half-close]: sends the request bytes on one connection (then, with
+# a third argument, closes its sending side), prints what came back until the server
+# closed it, or that and "(still open)" after SECONDS of silence.
 exchange() {
-    python3 - "${BASE##*:}" "$1" "$2" <<'PY'
+    python3 - "${BASE##*:}" "$1" "$2" "${3:-}" <<'PY'
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 s.settimeout(float(sys.argv[2]))
 s.sendall(sys.argv[3].encode().decode("unicode_escape").encode("latin-1"))
+if sys.argv[4]:
+    s.shutdown(socket.SHUT_WR)
 data = b""
 try:
     while chunk := s.recv(65536):
