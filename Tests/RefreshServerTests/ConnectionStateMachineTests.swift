@@ -145,4 +145,47 @@ import Testing
             Issue.record("the next request was not served"); return
         }
     }
+
+    @Test func quiescingWhileAHeadArrivesAnswersItThenCloses() {
+        var machine = Self.machine()
+        _ = machine.readCompleted()  // bytes of a head, no head yet
+        guard case .none = machine.quiesce() else { Issue.record("closed under a head that was arriving"); return }
+        _ = machine.headReceived(Self.head("/api/sessions/s/samples", method: .POST, headers: ["Host": "x", "Content-Length": "2"]))
+        _ = machine.bodyReceived(ByteBuffer(string: "{}"))
+        guard case .answer(_, then: .close) = machine.endReceived() else { Issue.record("not answered with a close"); return }
+    }
+
+    @Test func aClientGoneBeforeItsStreamOpenedEndsTheStream() {
+        var machine = Self.machine()
+        _ = machine.headReceived(Self.head("/first"))
+        _ = machine.endReceived()
+        _ = machine.headReceived(Self.head("/api/sessions/s/events"))
+        _ = machine.endReceived()
+        _ = machine.inputClosed()
+        _ = machine.routedResponseEnded(completely: true)
+        var opened = false
+        while let next = machine.nextPending() {
+            if case .openStream = next { opened = true }
+        }
+        #expect(opened)
+        guard case .endStream = machine.streamOpened(1) else { Issue.record("a stream outlived its client"); return }
+    }
+
+    @Test func lingeringReadsAgainSoTheClientsCloseIsSeen() {
+        var machine = Self.machine()
+        _ = machine.quiesce()
+        guard case .read = machine.outputClosed() else { Issue.record("no read while lingering"); return }
+        guard case .read = machine.writabilityChanged(writable: true) else { Issue.record("no read while lingering"); return }
+    }
+
+    @Test func theSendDeadlineStartsAfreshWithEveryWriteOfAnAnswer() {
+        var machine = Self.machine()
+        _ = machine.headReceived(Self.head("/big"))
+        _ = machine.endReceived()
+        let first = machine.deadline
+        #expect(first?.kind == .send)
+        _ = machine.routedWriteCompleted()
+        #expect(machine.deadline?.kind == .send)
+        #expect(machine.deadline != first)
+    }
 }

@@ -499,6 +499,15 @@ import Testing
         #expect(resumed.contains(#""seq":2"#))
     }
 
+    @Test func anHTTP10StreamIsRefusedItsBodyWouldBeChunked() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        try await connection.send("GET /api/sessions/\(session.id)/events HTTP/1.0\r\n\r\n")
+        let reply = try await connection.written()
+        #expect(Self.statuses(reply) == [505])
+        #expect(session.openStreams == 0)
+    }
+
     @Test func aStreamAskedWithConnectionCloseStaysOpen() async throws {
         let connection = try await Connection()
         let session = try connection.session()

@@ -56,6 +56,9 @@ public struct APIError: Error, Sendable, Equatable {
 
     // MARK: - Refusals of the connection layer
 
+    static let streamNeedsHTTP11 = Self(
+        .httpVersionNotSupported, "http_version_not_supported", "An event stream needs HTTP/1.1 (its body is chunked).")
+
     static let requestTimeout = Self(.requestTimeout, "request_timeout", "The request did not arrive in time.")
 
     static func malformed(_ error: HTTPParserError) -> Self {

@@ -178,11 +178,14 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
     }
 
-    /// Closes the output once everything written before has gone (NIO waits for it); the
-    /// machine then lingers until the client closes too, or the linger deadline passes.
+    /// Closes the output once everything written before has gone; the machine then lingers
+    /// until the client closes too, or the linger deadline passes. The close waits for an
+    /// empty write to be flushed first: NIO turns closing the output of a connection whose
+    /// client has closed its side into a full close, which would drop what is still queued.
     private func closeOutput(context: ChannelHandlerContext) {
         let closed = context.eventLoop.makePromise(of: Void.self)
-        context.close(mode: .output, promise: closed)
+        let drained = context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)))
+        drained.assumeIsolated().whenComplete { _ in context.close(mode: .output, promise: closed) }
         closed.futureResult.assumeIsolated().whenComplete { [self] result in
             if case .failure = result {
                 // The output could not close on its own (already closed, or unsupported): all of it.
@@ -253,7 +256,9 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             ResponseHead.write(status: head.status, fields: head.headerFields, connection: connection, into: &buffer)
             buffer.writeImmutableBuffer(bytes)
         }
-        return context.writeAndFlush(wrapOutboundOut(buffer))
+        let written = context.writeAndFlush(wrapOutboundOut(buffer))
+        written.assumeIsolated().whenSuccess { [self] in run(machine.routedWriteCompleted(), context: context) }
+        return written
     }
 
     /// On this event loop: the router's answer is written, or failed half-way.
@@ -341,6 +346,10 @@ private struct RoutedResponseWriter: ResponseBodyWriter, Sendable {
         var writer = self
         var head = response.head
         let bodiless = headOnly || head.status.code == 204 || head.status.code == 304 || head.status.kind == .informational
+        if head.status.code == 304 || head.status.code == 204 {
+            // No body, and no length of one: a 304 may only repeat the 200's (RFC 9110 §8.6).
+            head.headerFields[.contentLength] = nil
+        }
         if head.headerFields[.contentLength] == nil, !bodiless {
             if let length = response.body.contentLength {
                 head.headerFields[.contentLength] = String(length)

@@ -250,12 +250,22 @@ struct ConnectionStateMachine<Stream> {
         case .idle, .receiving, .discarding:
             // A read withheld while answers waited in the socket.
             return backlog.isEmpty ? .read : .none
-        case .answering, .openingStream, .streaming, .closing, .closed:
+        case .closing:
+            // Reads withheld while answers waited: the client's close must still be seen.
+            return .read
+        case .answering, .openingStream, .streaming, .closed:
             return .none
         }
     }
 
     // MARK: - Inputs from the answering side
+
+    /// A write of the router's answer reached the socket: the client reads, so the send
+    /// deadline starts afresh.
+    mutating func routedWriteCompleted() -> Action {
+        if case .answering = state { epoch += 1 }
+        return .none
+    }
 
     /// The router's answer is written (`completely`), or failed half-way, its framing lost.
     mutating func routedResponseEnded(completely: Bool) -> Action {
@@ -285,8 +295,16 @@ struct ConnectionStateMachine<Stream> {
         guard case .openingStream = state else { return .none }
         state = .streaming(stream, waitsForWritability: false)
         // Nothing can follow a response that does not end: what a client sent after the
-        // stream's request is dropped, and reads go on, to see the client leave.
+        // stream's request is dropped, and reads go on, to see the client leave; a client
+        // that has left already, or sent garbage, ends the stream at once.
+        let gone = backlog.contains {
+            switch $0 {
+            case .inputClosed, .malformed: true
+            case .head, .body, .end: false
+            }
+        }
         backlog.removeAll()
+        if gone { return endStream() }
         // A server that started stopping while the stream opened ends it at once.
         if case .quiescing = lifecycle { return endStream() }
         return .none
@@ -333,7 +351,8 @@ struct ConnectionStateMachine<Stream> {
         }
         state = .closing(.lingering)
         epoch += 1
-        return .none
+        // Reads may have been withheld while answers waited: the client's close must be seen.
+        return .read
     }
 
     // MARK: - Inputs from the server and the clock
@@ -344,6 +363,9 @@ struct ConnectionStateMachine<Stream> {
         lifecycle = .quiescing
         backlog.removeAll()
         switch state {
+        case .idle(.headStarted):
+            // A head is arriving: it is answered, with `Connection: close`, or its deadline passes.
+            return .none
         case .idle:
             return closeAfterAnswer()
         case .streaming:

@@ -47,15 +47,22 @@ struct HTTPServer: Service {
         await onServerRunning(listeners[0].channel.localAddress?.port ?? port)
         // Until SIGTERM (or the group around us) asks to stop, or the task is cancelled.
         try? await gracefulShutdown()
-        for listener in listeners {
-            let closed = listener.channel.eventLoop.makePromise(of: Void.self)
-            listener.quiescing.initiateShutdown(promise: closed)
-            try? await closed.futureResult.get()
+        // Every listener stops accepting and quiesces its connections at once; then all are awaited.
+        let closed = listeners.map { listener in
+            let promise = listener.channel.eventLoop.makePromise(of: Void.self)
+            listener.quiescing.initiateShutdown(promise: promise)
+            return promise.futureResult
         }
+        for future in closed { try? await future.get() }
     }
 
     /// One listener per loop on one port, the kernel steering by the client's address.
     private func listenPerLoop(_ loops: [any EventLoop]) async throws -> [(channel: any Channel, quiescing: ServerQuiescingHelper)] {
+        if port != 0 {
+            // SO_REUSEPORT would let a second server on this port join the first one's group
+            // silently; a plain bind first fails as it should when the port is taken.
+            try await ServerBootstrap(group: loops[0]).bind(host: host, port: port).get().close()
+        }
         var listeners = [try await listen(on: loops[0], port: port, reusePort: true)]
         let boundPort = listeners[0].channel.localAddress?.port ?? port
         for loop in loops.dropFirst() {

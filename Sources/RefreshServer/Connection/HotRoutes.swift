@@ -80,6 +80,8 @@ final class HotRoutes: Sendable {
         _ head: HTTPRequestHead, session id: String, listener: any EventListener, channel: any Channel
     ) -> StreamOpening {
         do {
+            // A stream is an endless chunked body; HTTP/1.0 has no chunks.
+            guard head.version.major == 1, head.version.minor >= 1 else { throw APIError.streamNeedsHTTP11 }
             let (session, lastEventID) = try eventStreamRequest(head, session: id)
             guard let ticket = streams.admit(client(of: head, channel: channel)) else {
                 logger.notice("told a stream of session \(id) to come back later: too many streams")
