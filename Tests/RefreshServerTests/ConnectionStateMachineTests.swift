@@ -99,7 +99,7 @@ import Testing
         _ = machine.headReceived(Self.head("/api/sessions/s/events"))
         _ = machine.endReceived()
         _ = machine.quiesce()
-        guard case .endStream(let stream) = machine.streamOpened(3) else { Issue.record("the stream outlived the server"); return }
+        guard case .endStream(let stream, then: .close) = machine.streamOpened(3) else { Issue.record("the stream outlived the server"); return }
         #expect(stream == 3)
         // Its end is written before the output closes; a client that never reads it is dropped.
         #expect(machine.deadline?.kind == .send)

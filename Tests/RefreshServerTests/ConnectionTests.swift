@@ -483,8 +483,20 @@ import Testing
         #expect(connection.routes.sessions.end(session.id))
         await connection.channel.testingEventLoop.run()
         #expect(try await connection.written().hasSuffix("0\r\n\r\n"))
-        #expect(!connection.isOpen)
         #expect(connection.routes.streams.openStreams == 0)
+        // The response is complete, so a client that pooled the connection may use it again.
+        #expect(connection.isOpen)
+        try await connection.send(Self.get("/after"))
+        #expect(Self.statuses(try await connection.answers(1)) == [200])
+    }
+
+    @Test func aStreamAskedWithConnectionCloseClosesWhenItsSessionEnds() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        try await connection.send("GET /api/sessions/\(session.id)/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        _ = try await connection.written()
+        #expect(connection.routes.sessions.end(session.id))
+        #expect(await connection.isClosedOnceSettled())
     }
 
     @Test func aStalledReaderGetsItsEventsWhenItDrains() async throws {

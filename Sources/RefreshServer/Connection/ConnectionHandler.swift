@@ -146,11 +146,11 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .writeEvents:
             var replay = ReplayCache()
             writeEvents(.news, replay: &replay, context: context)
-        case .endStream(let stream):
+        case .endStream(let stream, let then):
             var end = (try? stream.finish()) ?? nil ?? ByteBuffer()
             end.writeImmutableBuffer(ResponseHead.lastChunk)
             context.writeAndFlush(wrapOutboundOut(end), promise: nil)
-            closeOutput(context: context)
+            if then == .close { closeOutput(context: context) }
         case .closeOutput:
             closeOutput(context: context)
         case .closeNow:

@@ -67,9 +67,9 @@ struct ConnectionStateMachine<Stream> {
         case refuse(APIError, head: HTTPRequestHead?, then: Then)
         /// Write what the stream has to send.
         case writeEvents
-        /// End the stream's response cleanly (gzip trailer, last chunk), then close the
-        /// output; the stream is the handler's to finish and let go of.
-        case endStream(Stream)
+        /// End the stream's response cleanly (gzip trailer, last chunk), then, on `.close`,
+        /// close the output; the stream is the handler's to finish and let go of.
+        case endStream(Stream, then: Then)
         /// Close the output once what was written has gone; ``outputClosed()`` follows.
         case closeOutput
         /// Close at once, dropping what was not sent.
@@ -131,9 +131,11 @@ struct ConnectionStateMachine<Stream> {
         case answering(keepAlive: Bool)
         /// A stream was asked for and is being opened.
         case openingStream(keepAlive: Bool)
-        /// An event stream owns the output. `waitsForWritability`: the socket was full, and
-        /// the stream writes again once it drains (its events wait in the session's log).
-        case streaming(Stream, waitsForWritability: Bool)
+        /// An event stream owns the output. `keepAlive`: its request lets the connection serve
+        /// another once the stream ends with its session. `waitsForWritability`: the socket
+        /// was full, and the stream writes again once it drains (its events wait in the
+        /// session's log).
+        case streaming(Stream, keepAlive: Bool, waitsForWritability: Bool)
         case closing(Closing)
         case closed
     }
@@ -165,7 +167,7 @@ struct ConnectionStateMachine<Stream> {
             switch state {
             case .idle(.waiting), .idle(.answeredInThisRead): .idle
             case .idle(.headStarted), .receiving, .discarding: .request
-            case .answering, .streaming(_, waitsForWritability: true), .closing(.draining): .send
+            case .answering, .streaming(_, _, waitsForWritability: true), .closing(.draining): .send
             case .closing(.lingering): .linger
             case .openingStream, .streaming, .closed: nil
             }
@@ -185,9 +187,9 @@ struct ConnectionStateMachine<Stream> {
 
     /// Runs `body` on the open stream's state; `nil` when no stream is open.
     mutating func withStream<Result>(_ body: (inout Stream) throws -> Result) rethrows -> Result? {
-        guard case .streaming(var stream, let waits) = state else { return nil }
+        guard case .streaming(var stream, let keepAlive, let waits) = state else { return nil }
         state = .closed  // the stream has one owner while it changes
-        defer { state = .streaming(stream, waitsForWritability: waits) }
+        defer { state = .streaming(stream, keepAlive: keepAlive, waitsForWritability: waits) }
         return try body(&stream)
     }
 
@@ -244,8 +246,8 @@ struct ConnectionStateMachine<Stream> {
     mutating func writabilityChanged(writable: Bool) -> Action {
         guard writable else { return .none }
         switch state {
-        case .streaming(let stream, waitsForWritability: true):
-            state = .streaming(stream, waitsForWritability: false)
+        case .streaming(let stream, let keepAlive, waitsForWritability: true):
+            state = .streaming(stream, keepAlive: keepAlive, waitsForWritability: false)
             return .writeEvents
         case .idle, .receiving, .discarding:
             // A read withheld while answers waited in the socket.
@@ -292,8 +294,8 @@ struct ConnectionStateMachine<Stream> {
     }
 
     mutating func streamOpened(_ stream: Stream) -> Action {
-        guard case .openingStream = state else { return .none }
-        state = .streaming(stream, waitsForWritability: false)
+        guard case .openingStream(let keepAlive) = state else { return .none }
+        state = .streaming(stream, keepAlive: keepAlive, waitsForWritability: false)
         // Nothing can follow a response that does not end: what a client sent after the
         // stream's request is dropped, and reads go on, to see the client leave; a client
         // that has left already, or sent garbage, ends the stream at once.
@@ -321,18 +323,16 @@ struct ConnectionStateMachine<Stream> {
     }
 
     /// The session has events to send (or ended). `writable`: the socket takes more now.
+    /// Every stream of a session runs this on every wake-up, so the state (and the stream
+    /// in it) is rewritten only when the wait for writability begins or ends.
     mutating func streamWoken(sessionEnded: Bool, writable: Bool) -> Action {
-        guard case .streaming(let stream, let waiting) = state else { return .none }
-        if sessionEnded { return endStream() }
-        guard writable else {
-            if !waiting {
-                state = .streaming(stream, waitsForWritability: true)
-                epoch += 1
-            }
-            return .none
+        guard case .streaming(_, let keepAlive, let waiting) = state else { return .none }
+        if sessionEnded { return endStream(keepingAlive: keepAlive) }
+        if writable == waiting, case .streaming(let stream, _, _) = state {
+            state = .streaming(stream, keepAlive: keepAlive, waitsForWritability: !writable)
+            if !writable { epoch += 1 }
         }
-        state = .streaming(stream, waitsForWritability: false)
-        return .writeEvents
+        return writable ? .writeEvents : .none
     }
 
     /// Writing the stream failed: it cannot go on.
@@ -551,10 +551,17 @@ struct ConnectionStateMachine<Stream> {
         return .closeOutput
     }
 
-    private mutating func endStream() -> Action {
-        guard case .streaming(let stream, _) = state else { return .none }
-        enterClosing()
-        return .endStream(stream)
+    /// Ends the stream; `keepingAlive` (its session ended, its client and the server go on)
+    /// the connection then serves the next request, otherwise it closes.
+    private mutating func endStream(keepingAlive: Bool = false) -> Action {
+        guard case .streaming(let stream, _, _) = state else { return .none }
+        guard keepingAlive, case .serving = lifecycle else {
+            enterClosing()
+            return .endStream(stream, then: .close)
+        }
+        state = .idle(.waiting)
+        epoch += 1
+        return .endStream(stream, then: .keepAlive)
     }
 
     private mutating func enterClosing() {

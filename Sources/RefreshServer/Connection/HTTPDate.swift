@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 import Synchronization
 
 /// The `Date` header's value (RFC 9110 IMF-fixdate), formatted once per second.
@@ -23,13 +22,5 @@ enum HTTPDate {
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
-    }
-}
-
-extension HTTPFields {
-    /// What every response carries, whichever part of the server wrote it.
-    mutating func stampServer() {
-        self[.server] = "refresh-server"
-        self[.date] = HTTPDate.now()
     }
 }
