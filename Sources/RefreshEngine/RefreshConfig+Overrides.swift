@@ -52,11 +52,14 @@ extension RefreshConfig {
         public var prefetchDistance: Double?
         public var baseline: Baseline?
         public var rubberBand: RubberBand?
+        public var news: NewsMode?
 
         public init(
             top: Edge? = nil, bottom: Edge? = nil, rotation: Bool? = nil, prefetch: Bool? = nil,
-            prefetchDistance: Double? = nil, baseline: Baseline? = nil, rubberBand: RubberBand? = nil
+            prefetchDistance: Double? = nil, baseline: Baseline? = nil, rubberBand: RubberBand? = nil,
+            news: NewsMode? = nil
         ) {
+            self.news = news
             self.top = top
             self.bottom = bottom
             self.rotation = rotation
@@ -76,6 +79,7 @@ extension RefreshConfig {
         config.prefetch = overrides.prefetch ?? prefetch
         config.prefetchDistance = overrides.prefetchDistance ?? prefetchDistance
         config.baseline = overrides.baseline ?? baseline
+        config.news = overrides.news ?? news
         config.rubberBand.coefficient = overrides.rubberBand?.coefficient ?? rubberBand.coefficient
         config.rubberBand.maxPull = overrides.rubberBand?.maxPull ?? rubberBand.maxPull
         try config.validate()

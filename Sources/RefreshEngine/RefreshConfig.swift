@@ -13,6 +13,18 @@ public struct RefreshConfig: Sendable, Equatable, Codable {
     }
 
     /// Where the list rests, against which pulls are measured.
+    /// How the page hears of items the feed gained after what it shows. The engine does not
+    /// use it; the server that owns the engine does.
+    public enum NewsMode: String, Sendable, Codable, CaseIterable {
+        /// A `news` event: the page offers "N new items", and a refresh brings them.
+        case badge
+        /// While the list rests at the top, the new items are prepended at once; otherwise
+        /// as `badge`.
+        case live
+        /// Nothing until the page refreshes.
+        case off
+    }
+
     public enum Baseline: String, Sendable, Codable, CaseIterable {
         /// `y == 0` is the rest position (UIKit's `contentOffset.y`).
         case zero
@@ -93,11 +105,13 @@ public struct RefreshConfig: Sendable, Equatable, Codable {
     public var prefetchDistance: Double
     public var baseline: Baseline
     public var rubberBand: RubberBand
+    public var news: NewsMode
 
     public init(
         top: Edge, bottom: Edge, rotation: Bool, prefetch: Bool, prefetchDistance: Double = 300,
-        baseline: Baseline = .zero, rubberBand: RubberBand = RubberBand()
+        baseline: Baseline = .zero, rubberBand: RubberBand = RubberBand(), news: NewsMode = .badge
     ) {
+        self.news = news
         self.top = top
         self.bottom = bottom
         self.rotation = rotation

@@ -88,6 +88,13 @@ public struct RefreshEngine: Sendable {
         }
     }
 
+    /// No action runs, nothing is pulled and the list was last seen at its top: items put
+    /// above it now appear where the reader is looking, without moving what they read.
+    public var restsAtTop: Bool {
+        guard case .tracking = state else { return false }
+        return geometry.offset == 0
+    }
+
     /// Whether the feed may have older items, as far as the engine knows.
     public var hasMore: Bool { paging != .exhausted }
 

@@ -22,7 +22,8 @@ public enum RefreshApplication {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> ServiceGroup {
         let feed = try feed ?? defaultFeed(configuration)
-        let runner = ActionRunner(feed: feed, configuration: configuration)
+        let news = NewsHub()
+        let runner = ActionRunner(feed: feed, news: news, configuration: configuration)
         let sessions = SessionStore(runner: runner, limits: configuration)
         let streams = StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient)
         let proxies = try configuration.validatedTrustedProxies()
@@ -38,7 +39,7 @@ public enum RefreshApplication {
             }
         }
         SessionRoutes(sessions: sessions, configuration: configuration).register(on: router)
-        ItemRoutes(feed: feed, configuration: configuration).register(on: router)
+        ItemRoutes(feed: feed, news: news, configuration: configuration).register(on: router)
         let serveFile: @Sendable (Request, ServerRequestContext) async throws -> Response = { request, _ in
             guard let response = try files.response(path: request.uri.path, request: request) else {
                 throw APIError(.notFound, "not_found", "Nothing at \(request.uri.path).")

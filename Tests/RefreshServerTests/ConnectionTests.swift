@@ -44,7 +44,7 @@ import Testing
             configuration.lingerTimeout = .milliseconds(500)
             adjust(&configuration)
             self.configuration = configuration
-            let sessions = SessionStore(runner: ActionRunner(feed: MemoryFeed(), configuration: configuration), limits: configuration)
+            let sessions = SessionStore(runner: ActionRunner(feed: MemoryFeed(), news: NewsHub(), configuration: configuration), limits: configuration)
             routes = HotRoutes(
                 sessions: sessions, streams: StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient),
                 proxies: TrustedProxies(), configuration: configuration, logger: Logger(label: "test")

@@ -124,7 +124,7 @@ private final class SilentListener: EventListener {
     @Test func idleSessionsExpireButOnesWithStreamsStay() throws {
         var configuration = ServerConfiguration()
         configuration.sessionIdleTimeout = .seconds(60)
-        let runner = ActionRunner(feed: MemoryFeed(), configuration: configuration)
+        let runner = ActionRunner(feed: MemoryFeed(), news: NewsHub(), configuration: configuration)
         let store = SessionStore(runner: runner, limits: configuration)
         let idle = try store.create(config: .init(top: Preset.standard.config.top, bottom: Preset.standard.config.bottom, rotation: true, prefetch: false), client: "test")
         let watched = try store.create(config: Preset.standard.config, client: "test")
@@ -139,7 +139,7 @@ private final class SilentListener: EventListener {
 @Suite struct HotRouteTests {
     let routes: HotRoutes = {
         let configuration = ServerConfiguration()
-        let sessions = SessionStore(runner: ActionRunner(feed: MemoryFeed(), configuration: configuration), limits: configuration)
+        let sessions = SessionStore(runner: ActionRunner(feed: MemoryFeed(), news: NewsHub(), configuration: configuration), limits: configuration)
         return HotRoutes(
             sessions: sessions, streams: StreamGate(maxStreams: 10, maxPerClient: 10), proxies: TrustedProxies(),
             configuration: configuration, logger: Logger(label: "test")

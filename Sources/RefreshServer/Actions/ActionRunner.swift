@@ -12,18 +12,22 @@ struct ActionResult: Sendable {
     var hasMore: Bool?
     /// The page's list cannot be continued (too many new items): it starts over.
     var replacesList = false
+    /// The feed's head when the items were read, when they bring the page up to date.
+    var head: FeedPosition?
 }
 
 /// Runs the refreshes and load-mores sessions start, against the feed.
 struct ActionRunner: Sendable {
     let feed: any FeedSource
+    let news: NewsHub
     let sharedUpdate: SharedUpdate
     let pageSize: Int
     let timeout: Duration
     let minimumDuration: Duration
 
-    init(feed: any FeedSource, configuration: ServerConfiguration) {
+    init(feed: any FeedSource, news: NewsHub, configuration: ServerConfiguration) {
         self.feed = feed
+        self.news = news
         self.sharedUpdate = SharedUpdate(source: feed)
         self.pageSize = configuration.pageSize
         self.timeout = configuration.actionTimeout
@@ -73,20 +77,22 @@ struct ActionRunner: Sendable {
         let update = try await sharedUpdate.run { progress in
             session.progress(job, fraction: 0.05 + 0.85 * progress.fraction, stage: progress.stage, message: progress.message)
         }
+        // Every open page hears of what the update stored, not only this one.
+        if update.added > 0 { try? await news.catchUp(with: feed) }
         try Task.checkCancellation()
         session.progress(job, fraction: 0.95, stage: "collecting", message: "Collecting new items…")
         var result: ActionResult
-        if let newest = window.newest {
-            let page = try await feed.newer(than: newest, limit: pageSize)
+        if let shown = window.shown {
+            let page = try await feed.added(after: shown, limit: pageSize)
             if page.hasMore {
                 let latest = try await feed.older(than: nil, limit: pageSize)
-                result = ActionResult(op: .prepend, items: latest.items, hasMore: latest.hasMore, replacesList: true)
+                result = ActionResult(op: .prepend, items: latest.items, hasMore: latest.hasMore, replacesList: true, head: latest.head)
             } else {
-                result = ActionResult(op: .prepend, items: page.items, hasMore: nil)
+                result = ActionResult(op: .prepend, items: page.items, hasMore: nil, head: page.head)
             }
         } else {
             let page = try await feed.older(than: nil, limit: pageSize)
-            result = ActionResult(op: .prepend, items: page.items, hasMore: page.hasMore)
+            result = ActionResult(op: .prepend, items: page.items, hasMore: page.hasMore, head: page.head)
         }
         try Task.checkCancellation()
         let count = result.items.count
@@ -104,7 +110,8 @@ struct ActionRunner: Sendable {
         let page = try await feed.older(than: window.oldest, limit: pageSize)
         try Task.checkCancellation()
         session.progress(job, fraction: 1, stage: "done", message: page.items.isEmpty ? "No more items" : "\(page.items.count) older items")
-        return ActionResult(op: .append, items: page.items, hasMore: page.hasMore)
+        // The first page a page shows is the newest: from here on, what the feed gains is news.
+        return ActionResult(op: .append, items: page.items, hasMore: page.hasMore, head: window.shown == nil ? page.head : nil)
     }
 
     static func describe(_ duration: Duration) -> String {

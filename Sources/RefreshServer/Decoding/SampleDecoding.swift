@@ -71,7 +71,7 @@ enum ConfigDecoding {
     }
 
     private static func overrides(_ fields: JSONFields) throws(APIError) -> RefreshConfig.Overrides {
-        try fields.rejectUnknown(["top", "bottom", "rotation", "prefetch", "prefetchDistance", "baseline", "rubberBand"])
+        try fields.rejectUnknown(["top", "bottom", "rotation", "prefetch", "prefetchDistance", "baseline", "rubberBand", "news"])
         var overrides = RefreshConfig.Overrides()
         overrides.top = try fields.object("top").map { (edge) throws(APIError) in try Self.edge(edge) }
         overrides.bottom = try fields.object("bottom").map { (edge) throws(APIError) in try Self.edge(edge) }
@@ -79,6 +79,7 @@ enum ConfigDecoding {
         overrides.prefetch = try fields.bool("prefetch")
         overrides.prefetchDistance = try fields.double("prefetchDistance")
         overrides.baseline = try fields.choice("baseline", RefreshConfig.Baseline.self)
+        overrides.news = try fields.choice("news", RefreshConfig.NewsMode.self)
         if let band = try fields.object("rubberBand") {
             try band.rejectUnknown(["coefficient", "maxPull"])
             overrides.rubberBand = .init(coefficient: try band.double("coefficient"), maxPull: try band.double("maxPull"))
@@ -116,6 +117,7 @@ extension JSONWriter {
         field("coefficient", config.rubberBand.coefficient)
         field("maxPull", config.rubberBand.maxPull)
         endObject()
+        field("news", config.news.rawValue)
         endObject()
     }
 

@@ -65,7 +65,8 @@ final class LoopListeners: Sendable {
         }
     }
 
-    private func wakeMembers(_ reason: Wakeup.Reason) {
+    /// On `loop`: wakes the members now.
+    func wakeMembers(_ reason: Wakeup.Reason) {
         var replay = ReplayCache()
         for member in members.withLock({ $0 }) { member.wake(reason, replay: &replay) }
     }
@@ -119,6 +120,10 @@ struct ListenerGroups: Sendable {
     func wakeup(_ reason: Wakeup.Reason) -> Wakeup? {
         groups.isEmpty ? nil : Wakeup(reason: reason, groups: groups)
     }
+
+    func add(to batch: inout WakeupBatch) {
+        for group in groups { batch.add(group) }
+    }
 }
 
 /// Streams to wake, one task per event loop. Built under a session's lock, fired after it.
@@ -139,6 +144,30 @@ struct Wakeup: Sendable {
     /// sample's state event is written before the POST that caused it is answered.
     func fire() {
         for group in groups { group.wake(reason) }
+    }
+}
+
+/// The streams of many sessions to wake with news, gathered by event loop: a publish that
+/// reaches ten thousand sessions queues one task per loop, not one per session.
+struct WakeupBatch {
+    private var loops: [(loop: any EventLoop, groups: [LoopListeners])] = []
+
+    mutating func add(_ group: LoopListeners) {
+        if let index = loops.firstIndex(where: { $0.loop === group.loop }) {
+            loops[index].groups.append(group)
+        } else {
+            loops.append((group.loop, [group]))
+        }
+    }
+
+    var isEmpty: Bool { loops.isEmpty }
+
+    func fire() {
+        for (loop, groups) in loops {
+            loop.execute {
+                for group in groups { group.wakeMembers(.news) }
+            }
+        }
     }
 }
 

@@ -3,9 +3,11 @@ import NIOCore
 /// A session's events: numbered, kept in a bounded ring for replay, and announced to the
 /// open streams.
 ///
-/// Only the newest `state` event is kept (it supersedes every earlier one), outside the
-/// ring, so a fast drag cannot push `progress`, `items` or `done` out of the replay buffer.
-/// A reader that asks for events the ring no longer has learns it has a gap.
+/// Only the newest `state` and the newest `news` event are kept (each supersedes every
+/// earlier one of its kind), outside the ring, so a fast drag or a burst of publishes cannot
+/// push `progress`, `items` or `done` out of the replay buffer, and a slow reader or a
+/// replay gets only the latest of each. A reader that asks for events the ring no longer
+/// has learns it has a gap.
 struct EventLog: Sendable {
     private let capacity: Int
     private(set) var lastID: UInt64 = 0
@@ -14,6 +16,8 @@ struct EventLog: Sendable {
     private var head = 0
     /// The newest `state` event: the engine's current state, already encoded.
     private(set) var latestState: ServerEvent?
+    /// The newest `news` event.
+    private var latestNews: ServerEvent?
     /// Newest id of an event dropped for room; a reader behind it has missed something.
     private var droppedThrough: UInt64 = 0
     /// The open streams: woken, not handed copies of the events.
@@ -33,6 +37,8 @@ struct EventLog: Sendable {
         let event = ServerEvent(id: lastID, kind: kind, data: data)
         if kind == .state {
             latestState = event
+        } else if kind == .news {
+            latestNews = event
         } else if ring.count < capacity {
             ring.append(event)
         } else {
@@ -61,18 +67,21 @@ struct EventLog: Sendable {
             let middle = (low + high) / 2
             if ring[(head + middle) % ring.count].id <= cursor { low = middle + 1 } else { high = middle }
         }
+        // The kept `state` and `news` go where their ids put them among the ring's events.
+        var standalone = [latestState, latestNews].compactMap { $0 }.filter { $0.id > cursor }
+        if standalone.count == 2, standalone[1].id < standalone[0].id { standalone.swapAt(0, 1) }
         var result: [ServerEvent] = []
-        result.reserveCapacity(ring.count - low + 1)
-        var stateToInsert = latestState.flatMap { $0.id > cursor ? $0 : nil }
+        result.reserveCapacity(ring.count - low + standalone.count)
+        var next = 0
         for offset in low..<ring.count {
             let event = ring[(head + offset) % ring.count]
-            if let state = stateToInsert, state.id < event.id {
-                result.append(state)
-                stateToInsert = nil
+            while next < standalone.count, standalone[next].id < event.id {
+                result.append(standalone[next])
+                next += 1
             }
             result.append(event)
         }
-        if let state = stateToInsert { result.append(state) }
+        result += standalone[next...]
         return .events(result)
     }
 
@@ -90,6 +99,13 @@ struct EventLog: Sendable {
         guard unannounced else { return nil }
         unannounced = false
         return listeners.wakeup(.news)
+    }
+
+    /// The same, gathered into `batch` with other sessions' streams.
+    mutating func takeAnnouncement(into batch: inout WakeupBatch) {
+        guard unannounced else { return }
+        unannounced = false
+        listeners.add(to: &batch)
     }
 
     /// Wakes every stream with nothing new: the keepalive tick.

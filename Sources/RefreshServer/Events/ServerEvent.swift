@@ -5,7 +5,7 @@ import RefreshEngine
 /// byte, by every stream and every replay that sends it.
 struct ServerEvent: Sendable {
     enum Kind: String, Sendable {
-        case state, progress, items, done, reset
+        case state, progress, items, done, news, reset
     }
 
     let id: UInt64
@@ -76,6 +76,21 @@ enum EventData {
         json.field("outcome", outcome.rawValue)
         json.field("added", added)
         if let error { json.field("error", error) }
+        json.endObject()
+        return json.buffer
+    }
+
+    static func news(count: FeedPosition, head: FeedHead) -> ByteBuffer {
+        var json = JSONWriter(capacity: 160 + head.item.title.utf8.count)
+        json.beginObject()
+        json.field("count", Int(count))
+        json.key("newest")
+        json.beginObject()
+        json.field("id", head.item.id)
+        json.field("title", head.item.title)
+        json.field("published", head.item.published.rfc3339)
+        json.endObject()
+        json.field("head", Int(head.position))
         json.endObject()
         return json.buffer
     }

@@ -43,10 +43,31 @@ public struct FeedPage: Sendable, Equatable {
     public var items: [FeedItem]
     /// More items lie beyond this page in the direction asked for.
     public var hasMore: Bool
+    /// The feed's head when the page was read: a reader that shows this page has seen every
+    /// item the feed gained up to here, so "what is new" starts after it.
+    public var head: FeedPosition
 
-    public init(items: [FeedItem], hasMore: Bool) {
+    public init(items: [FeedItem], hasMore: Bool, head: FeedPosition) {
         self.items = items
         self.hasMore = hasMore
+        self.head = head
+    }
+}
+
+/// Where an item stands in the order the feed gained its items: 1, 2, 3… with no gaps, each
+/// new item taking the next. Positions are visible in order: a reader that has seen position
+/// p never later finds a new item at p or below, so "new since p" is exact and counts as
+/// `head − p`. A republished id keeps its position; 0 is the head of an empty feed.
+public typealias FeedPosition = Int64
+
+/// The newest position of the feed and the item that took it.
+public struct FeedHead: Sendable, Equatable {
+    public var position: FeedPosition
+    public var item: FeedItem
+
+    public init(position: FeedPosition, item: FeedItem) {
+        self.position = position
+        self.item = item
     }
 }
 

@@ -30,8 +30,13 @@ public struct FeedUpdate: Sendable, Equatable {
 }
 
 /// The list's items and where new ones come from. Refreshes call `update` (shared by every
-/// session refreshing at the same moment), then read what is newer than what each session
-/// shows; load-more reads what is older.
+/// session refreshing at the same moment), then read what the feed gained after the position
+/// each session shows; load-more reads what is older.
+///
+/// Every item the feed gains takes the next ``FeedPosition``, and a store must make positions
+/// visible in order: once a read has seen position p, no item can later appear at p or
+/// below (a database sequence alone does not promise this, as transactions commit out of
+/// sequence order). Upserting an existing id takes no new position.
 public protocol FeedSource: Sendable {
     /// Brings the feed up to date with its upstream, reporting progress as it goes.
     func update(progress: @escaping ProgressSink) async throws -> FeedUpdate
@@ -41,7 +46,14 @@ public protocol FeedSource: Sendable {
     /// Items strictly older than `cursor` (from the newest when `nil`), newest first;
     /// `hasMore` when older ones remain.
     func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage
-    /// Stores items, replacing any with the same id; returns them as stored.
+    /// Items that took a position after `position`, the newest `limit` of them in feed order;
+    /// `hasMore` when there are more than `limit`. The page's `head` is the position the
+    /// reader has then seen everything up to.
+    func added(after position: FeedPosition, limit: Int) async throws -> FeedPage
+    /// The newest position and its item; `nil` while the feed is empty.
+    func head() async throws -> FeedHead?
+    /// Stores items, replacing any with the same id; returns them as stored. New ids take
+    /// positions in feed order, so the newest of a batch becomes the head.
     func publish(_ items: [FeedItem]) async throws -> [FeedItem]
     /// The item with this id, to turn ids given by clients into cursors.
     func item(id: String) async throws -> FeedItem?

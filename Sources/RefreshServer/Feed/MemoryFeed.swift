@@ -6,6 +6,10 @@ public final class MemoryFeed: FeedSource {
         /// Ascending by cursor, so the newest item is last and inserts of new items append.
         var ordered: [FeedItem] = []
         var byID: [String: FeedItem] = [:]
+        /// Ids in the order the feed gained them: the item at position p is `gained[p - 1]`.
+        var gained: [String] = []
+
+        var head: FeedPosition { FeedPosition(gained.count) }
 
         /// Index of the first item whose cursor is not below `cursor`.
         func lowerBound(_ cursor: FeedCursor) -> Int {
@@ -18,22 +22,29 @@ public final class MemoryFeed: FeedSource {
             return low
         }
 
-        mutating func upsert(_ item: FeedItem) {
-            if let existing = byID[item.id] {
-                let index = lowerBound(existing.cursor)
-                ordered.remove(at: index)
+        mutating func upsert(_ items: [FeedItem]) {
+            var latest: [String: FeedItem] = [:]
+            for item in items { latest[item.id] = item }
+            for item in latest.values.sorted(by: { $0.cursor < $1.cursor }) {
+                if let existing = byID[item.id] {
+                    ordered.remove(at: lowerBound(existing.cursor))
+                } else {
+                    gained.append(item.id)
+                }
+                byID[item.id] = item
+                ordered.insert(item, at: lowerBound(item.cursor))
             }
-            byID[item.id] = item
-            ordered.insert(item, at: lowerBound(item.cursor))
+        }
+
+        func page(_ items: some Sequence<FeedItem>, hasMore: Bool) -> FeedPage {
+            FeedPage(items: Array(items), hasMore: hasMore, head: head)
         }
     }
 
     private let storage = Mutex(Storage())
 
     public init(items: [FeedItem] = []) {
-        storage.withLock { storage in
-            for item in items { storage.upsert(item) }
-        }
+        storage.withLock { $0.upsert(items) }
     }
 
     /// Nothing upstream: the feed is always up to date.
@@ -48,7 +59,7 @@ public final class MemoryFeed: FeedSource {
             if start < storage.ordered.count, storage.ordered[start].cursor == cursor { start += 1 }
             let count = storage.ordered.count - start
             let taken = storage.ordered[max(start, storage.ordered.count - limit)...]
-            return FeedPage(items: taken.reversed(), hasMore: count > limit)
+            return storage.page(taken.reversed(), hasMore: count > limit)
         }
     }
 
@@ -56,14 +67,26 @@ public final class MemoryFeed: FeedSource {
         storage.withLock { storage in
             let end = cursor.map { storage.lowerBound($0) } ?? storage.ordered.count
             let start = max(0, end - limit)
-            return FeedPage(items: storage.ordered[start..<end].reversed(), hasMore: start > 0)
+            return storage.page(storage.ordered[start..<end].reversed(), hasMore: start > 0)
+        }
+    }
+
+    public func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
+        storage.withLock { storage in
+            let first = Int(max(0, min(position, storage.head)))
+            let items = storage.gained[first...].compactMap { storage.byID[$0] }.sorted { $0.cursor > $1.cursor }
+            return storage.page(items.prefix(limit), hasMore: items.count > limit)
+        }
+    }
+
+    public func head() async throws -> FeedHead? {
+        storage.withLock { storage in
+            storage.gained.last.flatMap { storage.byID[$0] }.map { FeedHead(position: storage.head, item: $0) }
         }
     }
 
     public func publish(_ items: [FeedItem]) async throws -> [FeedItem] {
-        storage.withLock { storage in
-            for item in items { storage.upsert(item) }
-        }
+        storage.withLock { $0.upsert(items) }
         return items
     }
 

@@ -50,6 +50,15 @@ public final class SQLiteFeed: FeedSource {
                 table.column("checked", .integer)
             }
         }
+        migrator.registerMigration("v3: feed positions") { db in
+            // Items stored before positions existed take them in feed order, oldest first.
+            try db.alter(table: "item") { table in table.add(column: "position", .integer) }
+            try db.execute(sql: """
+                WITH ranked AS (SELECT id, ROW_NUMBER() OVER (ORDER BY published, id) AS position FROM item)
+                UPDATE item SET position = (SELECT position FROM ranked WHERE ranked.id = item.id)
+                """)
+            try db.create(index: "item_position", on: "item", columns: ["position"], unique: true)
+        }
         return migrator
     }
 
@@ -78,7 +87,24 @@ public final class SQLiteFeed: FeedSource {
                 SELECT * FROM item WHERE published > ? OR (published = ? AND id > ?)
                 ORDER BY published DESC, id DESC LIMIT ?
                 """, arguments: [cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, limit + 1])
-            return FeedPage(items: rows.prefix(limit).map(Self.item), hasMore: rows.count > limit)
+            return try Self.page(rows, limit: limit, db)
+        }
+    }
+
+    public func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
+        try await database.read { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT * FROM item WHERE position > ? ORDER BY published DESC, id DESC LIMIT ?
+                """, arguments: [position, limit + 1])
+            return try Self.page(rows, limit: limit, db)
+        }
+    }
+
+    public func head() async throws -> FeedHead? {
+        try await database.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM item ORDER BY position DESC LIMIT 1").map { row in
+                FeedHead(position: row["position"], item: Self.item(row))
+            }
         }
     }
 
@@ -93,7 +119,7 @@ public final class SQLiteFeed: FeedSource {
             } else {
                 rows = try Row.fetchAll(db, sql: "SELECT * FROM item ORDER BY published DESC, id DESC LIMIT ?", arguments: [limit + 1])
             }
-            return FeedPage(items: rows.prefix(limit).map(Self.item), hasMore: rows.count > limit)
+            return try Self.page(rows, limit: limit, db)
         }
     }
 
@@ -113,30 +139,38 @@ public final class SQLiteFeed: FeedSource {
     /// Upserts by id in one transaction; answers how many ids were new.
     func store(_ items: [FeedItem]) async throws -> Int {
         guard !items.isEmpty else { return 0 }
-        return try await database.write { db in
-            var added = 0
-            for item in items {
-                let existed = try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM item WHERE id = ?)", arguments: [item.id]) ?? false
-                if !existed { added += 1 }
-                try db.execute(sql: """
-                    INSERT INTO item (id, title, summary, link, author, published) VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT(id) DO UPDATE SET title = excluded.title, summary = excluded.summary,
-                        link = excluded.link, author = excluded.author, published = excluded.published
-                    """, arguments: [item.id, item.title, item.summary, item.link, item.author, item.published.milliseconds])
-            }
-            return added
-        }
+        return try await database.write { db in try Self.upsert(items, replacing: true, db) }
     }
 
-    /// Stores items synchronously, at start-up.
+    /// Stores items synchronously, at start-up, keeping any already there.
     func seed(_ items: [FeedItem]) throws {
-        try database.write { db in
-            for item in items {
+        try database.write { db in _ = try Self.upsert(items, replacing: false, db) }
+    }
+
+    /// New ids take the next positions in feed order. SQLite has one writer at a time, so
+    /// transactions commit in the order they read the head: positions become visible in order.
+    private static func upsert(_ items: [FeedItem], replacing: Bool, _ db: Database) throws -> Int {
+        // The last of a batch's items with one id wins, as if they were stored one by one.
+        var latest: [String: FeedItem] = [:]
+        for item in items { latest[item.id] = item }
+        var next = (try FeedPosition.fetchOne(db, sql: "SELECT MAX(position) FROM item") ?? 0) + 1
+        var added = 0
+        for item in latest.values.sorted(by: { $0.cursor < $1.cursor }) {
+            let existed = try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM item WHERE id = ?)", arguments: [item.id]) ?? false
+            if existed {
+                guard replacing else { continue }
                 try db.execute(sql: """
-                    INSERT OR IGNORE INTO item (id, title, summary, link, author, published) VALUES (?, ?, ?, ?, ?, ?)
-                    """, arguments: [item.id, item.title, item.summary, item.link, item.author, item.published.milliseconds])
+                    UPDATE item SET title = ?, summary = ?, link = ?, author = ?, published = ? WHERE id = ?
+                    """, arguments: [item.title, item.summary, item.link, item.author, item.published.milliseconds, item.id])
+            } else {
+                try db.execute(sql: """
+                    INSERT INTO item (id, title, summary, link, author, published, position) VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [item.id, item.title, item.summary, item.link, item.author, item.published.milliseconds, next])
+                next += 1
+                added += 1
             }
         }
+        return added
     }
 
     func validators(for url: String) async throws -> UpstreamValidators {
@@ -153,6 +187,11 @@ public final class SQLiteFeed: FeedSource {
                 ON CONFLICT(url) DO UPDATE SET etag = excluded.etag, lastModified = excluded.lastModified, checked = excluded.checked
                 """, arguments: [url, validators.etag, validators.lastModified, Timestamp.now().milliseconds])
         }
+    }
+
+    private static func page(_ rows: [Row], limit: Int, _ db: Database) throws -> FeedPage {
+        let head = try FeedPosition.fetchOne(db, sql: "SELECT MAX(position) FROM item") ?? 0
+        return FeedPage(items: rows.prefix(limit).map(Self.item), hasMore: rows.count > limit, head: head)
     }
 
     private static func item(_ row: Row) -> FeedItem {

@@ -3,6 +3,7 @@ import Hummingbird
 /// `/api/items`: read the feed page by page, publish to it.
 struct ItemRoutes<Context: RequestContext>: Sendable {
     let feed: any FeedSource
+    let news: NewsHub
     let configuration: ServerConfiguration
 
     static var maxLimit: Int { 200 }
@@ -48,6 +49,8 @@ struct ItemRoutes<Context: RequestContext>: Sendable {
         }
         let items = try ItemDecoding.decode(body, now: .now())
         let stored = try await feed.publish(items)
+        // The items are committed: a failure to read the head back must not turn the `201` into an error.
+        try? await news.catchUp(with: feed)
         return JSONResponse.make(.created, request: request) { json in
             json.beginObject()
             json.key("items")

@@ -17,8 +17,19 @@ public final class Session: Sendable {
 
     /// The items this session's page shows, as far as the server has sent them.
     struct Window: Sendable {
-        var newest: FeedCursor?
+        /// The feed's head when the newest items the page shows were read: what the feed
+        /// gained after it is new to the page. `nil` until the page shows a first page.
+        var shown: FeedPosition?
         var oldest: FeedCursor?
+    }
+
+    /// Live mode bringing new items in without a refresh.
+    private enum LiveFetch: Sendable {
+        case idle
+        case running(Task<Void, Never>)
+        /// The last fetch could not bring the items in (too many, or the store failed):
+        /// the page is told by `news` until the head moves past this position.
+        case gaveUp(at: FeedPosition)
     }
 
     private struct State: Sendable {
@@ -31,6 +42,9 @@ public final class Session: Sendable {
         var bucket: TokenBucket
         var lastActive: ContinuousClock.Instant
         var ended = false
+        /// The head the last `news` event told of: the same head is not told twice.
+        var announced: FeedPosition = 0
+        var live = LiveFetch.idle
     }
 
     init(id: String, config: RefreshConfig, client: String, runner: ActionRunner, limits: ServerConfiguration, now: ContinuousClock.Instant) {
@@ -66,6 +80,8 @@ public final class Session: Sendable {
                 throw .outOfRange(error.description)
             }
             perform(effects, &state)
+            // A live page that comes to rest at the top takes what it was told of meanwhile.
+            if config.news == .live, let shown = state.window.shown, runner.news.position > shown { catchUpOnNews(&state) }
             return state.log.latestState?.data ?? EventData.state(state.engine.gestureState)
         }
     }
@@ -146,7 +162,8 @@ public final class Session: Sendable {
                     state.window = Window()
                     state.log.append(.reset, EventData.reset(reason: "More new items than a refresh sends: the list starts over."))
                 }
-                state.window.include(result.items, op: result.op)
+                state.window.include(result.items, op: result.op, head: result.head)
+                state.announced = 0
                 let hasMore = result.hasMore ?? state.engine.hasMore
                 state.log.append(.items, EventData.items(action: job.id, op: result.op.rawValue, items: result.items, hasMore: hasMore))
                 state.log.append(.done, EventData.done(action: job.id, kind: job.kind, outcome: .completed, added: result.items.count, error: nil))
@@ -159,6 +176,68 @@ public final class Session: Sendable {
                 effects = state.engine.actionFinished(job.id, outcome: .cancelled)
             }
             perform(effects, &state)
+            // News that came during the action, beyond what it brought.
+            catchUpOnNews(&state)
+        }
+    }
+
+    // MARK: - News
+
+    /// The feed's head moved: the page is told, or, live and at rest at the top, given the
+    /// new items. The streams to wake join `wakeups`, to be woken with every other session's.
+    func headAdvanced(_ payloads: NewsPayloads, wakeups: inout WakeupBatch) {
+        state.withLock { state in
+            announce(payloads.head, payload: payloads.data(shown:), &state)
+            state.log.takeAnnouncement(into: &wakeups)
+        }
+    }
+
+    /// Tells the page of the newest head if it shows less.
+    private func catchUpOnNews(_ state: inout State) {
+        guard config.news != .off, let shown = state.window.shown, runner.news.position > shown,
+            let head = runner.news.head
+        else { return }
+        announce(head, payload: { EventData.news(count: head.position - $0, head: head) }, &state)
+    }
+
+    private func announce(_ head: FeedHead, payload: (FeedPosition) -> ByteBuffer, _ state: inout State) {
+        guard config.news != .off, !state.ended, let shown = state.window.shown, head.position > shown else { return }
+        if config.news == .live, state.engine.restsAtTop {
+            switch state.live {
+            case .running: return
+            case .gaveUp(let position) where head.position <= position: break
+            case .idle, .gaveUp: return bringIn(after: shown, &state)
+            }
+        }
+        guard head.position > state.announced else { return }
+        state.announced = head.position
+        state.log.append(.news, payload(shown))
+    }
+
+    /// Live mode: reads what the feed gained after `shown` and prepends it, unless the page
+    /// moved on meanwhile (a gesture, an action, a refresh that brought the items itself).
+    private func bringIn(after shown: FeedPosition, _ state: inout State) {
+        state.live = .running(Task { [runner] in
+            let page = try? await runner.feed.added(after: shown, limit: runner.pageSize)
+            self.broughtIn(page, after: shown)
+        })
+    }
+
+    private func broughtIn(_ page: FeedPage?, after shown: FeedPosition) {
+        mutate { state in
+            guard !state.ended else { return }
+            state.live = .idle
+            guard state.window.shown == shown, state.engine.restsAtTop else { return catchUpOnNews(&state) }
+            guard let page, !page.hasMore else {
+                state.live = .gaveUp(at: runner.news.position)
+                return catchUpOnNews(&state)
+            }
+            state.window.include(page.items, op: .prepend, head: page.head)
+            state.announced = 0
+            if !page.items.isEmpty {
+                state.log.append(.items, EventData.items(action: nil, op: ActionResult.Op.prepend.rawValue, items: page.items, hasMore: state.engine.hasMore))
+            }
+            catchUpOnNews(&state)
         }
     }
 
@@ -228,6 +307,8 @@ public final class Session: Sendable {
             state.ended = true
             for task in state.tasks.values { task.cancel() }
             state.tasks.removeAll()
+            if case .running(let task) = state.live { task.cancel() }
+            state.live = .idle
             return state.log.closeAll()
         }?.fire()
     }
@@ -261,15 +342,16 @@ public final class Session: Sendable {
 }
 
 extension Session.Window {
-    mutating func include(_ items: [FeedItem], op: ActionResult.Op) {
-        guard let first = items.first, let last = items.last else { return }
+    /// `head`: the feed's head when the items were read, for reads that bring the page up to
+    /// date (a refresh, or the first page).
+    mutating func include(_ items: [FeedItem], op: ActionResult.Op, head: FeedPosition?) {
+        if let head { shown = max(shown ?? 0, head) }
+        guard let last = items.last else { return }
         switch op {
         case .prepend:
-            newest = first.cursor
             if oldest == nil { oldest = last.cursor }
         case .append:
             oldest = last.cursor
-            if newest == nil { newest = first.cursor }
         }
     }
 }

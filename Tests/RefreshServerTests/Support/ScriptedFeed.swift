@@ -50,6 +50,8 @@ final class ScriptedFeed: FeedSource {
         if olderDelay > .zero { try await Task.sleep(for: olderDelay) }
         return try await memory.older(than: cursor, limit: limit)
     }
+    func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await memory.added(after: position, limit: limit) }
+    func head() async throws -> FeedHead? { try await memory.head() }
     func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }
     func item(id: String) async throws -> FeedItem? { try await memory.item(id: id) }
 }
