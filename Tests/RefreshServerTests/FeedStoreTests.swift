@@ -10,9 +10,9 @@ func temporaryDatabase() -> String {
     @Test func migrationsRunOnceInOrderAndSurviveReopening() throws {
         let path = temporaryDatabase()
         let first = try SQLiteFeed(path: path)
-        #expect(try first.appliedMigrations() == ["v1: items", "v2: upstream validators"])
+        #expect(try first.appliedMigrations() == ["v1: items", "v2: upstream validators", "v3: feed positions"])
         let again = try SQLiteFeed(path: path)
-        #expect(try again.appliedMigrations() == ["v1: items", "v2: upstream validators"])
+        #expect(try again.appliedMigrations() == ["v1: items", "v2: upstream validators", "v3: feed positions"])
     }
 
     @Test func pagesThroughTiesWithoutSkippingOrRepeating() async throws {

@@ -94,7 +94,8 @@ public final class SQLiteFeed: FeedSource {
     public func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
         try await database.read { db in
             let rows = try Row.fetchAll(db, sql: """
-                SELECT * FROM item WHERE position > ? ORDER BY published DESC, id DESC LIMIT ?
+                SELECT * FROM item INDEXED BY item_position WHERE position > ?
+                ORDER BY published DESC, id DESC LIMIT ?
                 """, arguments: [position, limit + 1])
             return try Self.page(rows, limit: limit, db)
         }

@@ -11,6 +11,8 @@ public final class NewsHub: Sendable {
     private struct State {
         var head: FeedHead?
         var observers: [@Sendable (FeedHead) -> Void] = []
+        /// Reads of "what came after p" for live sessions since the head last moved.
+        var reads: [FeedPosition: Task<FeedPage?, Never>] = [:]
     }
 
     private let state = Mutex(State())
@@ -31,6 +33,7 @@ public final class NewsHub: Sendable {
         let observers = state.withLock { state -> [@Sendable (FeedHead) -> Void] in
             guard head.position > state.head?.position ?? 0 else { return [] }
             state.head = head
+            state.reads.removeAll()
             knownPosition.store(head.position, ordering: .releasing)
             return state.observers
         }
@@ -41,6 +44,18 @@ public final class NewsHub: Sendable {
     /// read is visible to every reader.
     func catchUp(with feed: any FeedSource) async throws {
         if let head = try await feed.head() { advance(to: head) }
+    }
+
+    /// What the feed gained after `position`, read once for every live session that shows
+    /// it, until the head moves again; `nil` when the store failed.
+    func added(after position: FeedPosition, in feed: any FeedSource, limit: Int) async -> FeedPage? {
+        let read = state.withLock { state in
+            if let read = state.reads[position] { return read }
+            let read = Task { try? await feed.added(after: position, limit: limit) }
+            state.reads[position] = read
+            return read
+        }
+        return await read.value
     }
 
     func observe(_ observer: @escaping @Sendable (FeedHead) -> Void) {

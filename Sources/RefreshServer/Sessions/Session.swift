@@ -218,7 +218,7 @@ public final class Session: Sendable {
     /// moved on meanwhile (a gesture, an action, a refresh that brought the items itself).
     private func bringIn(after shown: FeedPosition, _ state: inout State) {
         state.live = .running(Task { [runner] in
-            let page = try? await runner.feed.added(after: shown, limit: runner.pageSize)
+            let page = await runner.news.added(after: shown, in: runner.feed, limit: runner.pageSize)
             self.broughtIn(page, after: shown)
         })
     }

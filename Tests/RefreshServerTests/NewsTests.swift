@@ -1,0 +1,174 @@
+import Foundation
+import Testing
+@testable import RefreshServer
+
+/// Live news over real HTTP: what each `config.news` mode sends when the feed gains items.
+@Suite struct NewsTests {
+    /// A session whose page shows the first page of the feed, with its stream past it.
+    private func showingFirstPage(_ server: TestServer, news: String) async throws -> (id: String, stream: EventReader) {
+        let (id, stream) = try await server.watchedSession(#"{"config":{"news":"\#(news)"}}"#)
+        #expect(try await server.post("/api/sessions/\(id)/load-more").status == 202)
+        _ = try await stream.events(until: "done")
+        _ = try await stream.nextEvent()  // the state after it
+        return (id, stream)
+    }
+
+    private func publish(_ server: TestServer, _ items: [(id: String, title: String, minute: Int)]) async throws {
+        let body = items.map { #"{"id":"\#($0.id)","title":"\#($0.title)","published":"2030-01-01T00:\#(String(format: "%02d", $0.minute)):00Z"}"# }
+        let reply = try await server.post("/api/items", #"{"items":[\#(body.joined(separator: ","))]}"#)
+        #expect(reply.status == 201)
+    }
+
+    private func ids(_ event: SSE) -> [String] {
+        (event.json["items"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+    }
+
+    @Test func aBadgeSessionHearsOfTwoItemsAndItsRefreshBringsExactlyThose() async throws {
+        try await TestServer.run(feed: MemoryFeed(items: items(3))) { server in
+            let (id, stream) = try await showingFirstPage(server, news: "badge")
+            try await publish(server, [("a", "Older news", 1), ("b", "Newest news", 2)])
+            let news = try await stream.nextEvent()
+            #expect(news.event == "news")
+            #expect(news.json["count"] as? Int == 2)
+            #expect(news.json["head"] as? Int == 5)
+            #expect((news.json["newest"] as? [String: Any])?["title"] as? String == "Newest news")
+            #expect((news.json["newest"] as? [String: Any])?["id"] as? String == "b")
+
+            #expect(try await server.post("/api/sessions/\(id)/refresh").status == 202)
+            let refresh = try await stream.events(until: "done")
+            #expect(refresh.filter { $0.event == "items" }.map(ids) == [["b", "a"]])
+            #expect(refresh.last?.json["added"] as? Int == 2)
+            _ = try await stream.nextEvent()
+            #expect(try await server.post("/api/sessions/\(id)/refresh").status == 202)
+            let again = try await stream.events(until: "done")
+            #expect(again.filter { $0.event == "items" }.map(ids) == [[]], "never the same items twice")
+            #expect(!again.contains { $0.event == "news" })
+        }
+    }
+
+    @Test func aRepublishedItemIsNoNews() async throws {
+        try await TestServer.run(feed: MemoryFeed(items: items(3))) { server in
+            let (id, stream) = try await showingFirstPage(server, news: "badge")
+            try await publish(server, [("item-1", "Edited title", 1)])
+            _ = try await server.sample(id, seq: 1, y: 0, phase: "scroll")
+            #expect(try await stream.nextEvent().event == "state", "an upsert takes no position: nothing new")
+        }
+    }
+
+    @Test func aLiveSessionAtRestGetsTheItemsPrependedAndMidGestureGetsNews() async throws {
+        try await TestServer.run(feed: MemoryFeed(items: items(3))) { server in
+            let (id, stream) = try await showingFirstPage(server, news: "live")
+            _ = try await server.sample(id, seq: 1, y: 0, phase: "scroll")
+            _ = try await stream.nextEvent()
+            try await publish(server, [("a", "Older news", 1), ("b", "Newest news", 2)])
+            let prepended = try await stream.nextEvent()
+            #expect(prepended.event == "items", "no refresh: no state, progress or done first")
+            #expect(prepended.json["op"] as? String == "prepend")
+            #expect(prepended.json["actionId"] is NSNull)
+            #expect(ids(prepended) == ["b", "a"])
+
+            // Pulled a little, not enough to refresh: the page is told, not changed.
+            _ = try await server.sample(id, seq: 2, y: -30, phase: "drag")
+            _ = try await stream.nextEvent()
+            try await publish(server, [("c", "During the gesture", 3)])
+            let news = try await stream.nextEvent()
+            #expect(news.event == "news")
+            #expect(news.json["count"] as? Int == 1)
+
+            // Let go under the threshold: back at rest at the top, the item comes in.
+            _ = try await server.sample(id, seq: 3, y: 0, phase: "release")
+            let rest = try await stream.nextEvent()
+            #expect(rest.event == "state")
+            let late = try await stream.nextEvent()
+            #expect(late.event == "items")
+            #expect(ids(late) == ["c"])
+
+            // Scrolled down the list: news again, and a refresh brings only what is new.
+            _ = try await server.sample(id, seq: 4, y: 400, phase: "scroll", content: 2000, viewport: 600)
+            _ = try await stream.nextEvent()
+            try await publish(server, [("d", "While reading", 4)])
+            #expect(try await stream.nextEvent().event == "news")
+            #expect(try await server.post("/api/sessions/\(id)/refresh").status == 202)
+            let refresh = try await stream.events(until: "done")
+            #expect(refresh.filter { $0.event == "items" }.map(ids) == [["d"]])
+        }
+    }
+
+    @Test func offSendsNothing() async throws {
+        try await TestServer.run(feed: MemoryFeed(items: items(3))) { server in
+            let (id, stream) = try await showingFirstPage(server, news: "off")
+            try await publish(server, [("a", "Unannounced", 1)])
+            // The publish is answered once every session has its news queued: had this one
+            // been told, the `news` would come before this sample's state.
+            _ = try await server.sample(id, seq: 1, y: 0, phase: "scroll")
+            #expect(try await stream.nextEvent().event == "state")
+            #expect(try await server.post("/api/sessions/\(id)/refresh").status == 202)
+            let refresh = try await stream.events(until: "done")
+            #expect(refresh.filter { $0.event == "items" }.map(ids) == [["a"]])
+        }
+    }
+
+    @Test func aSessionWithNothingShownYetHearsNothing() async throws {
+        try await TestServer.run(feed: MemoryFeed(items: items(3))) { server in
+            let (id, stream) = try await server.watchedSession()
+            try await publish(server, [("a", "Too early", 1)])
+            _ = try await server.sample(id, seq: 1, y: 0, phase: "scroll")
+            #expect(try await stream.nextEvent().event == "state", "its first page will bring the item anyway")
+        }
+    }
+
+    @Test func aReplayCarriesOnlyTheLatestNews() async throws {
+        try await TestServer.run(feed: MemoryFeed(items: items(3))) { server in
+            let (id, stream) = try await showingFirstPage(server, news: "badge")
+            let before = try #require(try await server.sample(id, seq: 1, y: 0, phase: "scroll")["seq"] as? Int)
+            #expect(before == 1)
+            let cursor = try #require(try await stream.nextEvent().id)
+            for index in 0..<3 { try await publish(server, [("n\(index)", "News \(index)", index + 1)]) }
+            let replay = try await server.events(id, lastEventID: cursor)
+            let news = try await replay.nextEvent()
+            #expect(news.event == "news")
+            #expect(news.json["count"] as? Int == 3, "superseded news is coalesced")
+            _ = try await server.sample(id, seq: 2, y: 0, phase: "scroll")
+            #expect(try await replay.nextEvent().event == "state")
+        }
+    }
+
+    @Test func aRefreshThatStoresUpstreamItemsTellsEveryOtherSession() async throws {
+        let feed = UpstreamFeed(stored: items(3), upstream: [FeedItem(id: "upstream", title: "From upstream", published: .now())])
+        try await TestServer.run(feed: feed) { server in
+            let (_, watcher) = try await showingFirstPage(server, news: "badge")
+            let (other, otherStream) = try await showingFirstPage(server, news: "badge")
+            #expect(try await server.post("/api/sessions/\(other)/refresh").status == 202)
+            let news = try await watcher.nextEvent()
+            #expect(news.event == "news")
+            #expect((news.json["newest"] as? [String: Any])?["id"] as? String == "upstream")
+            let refresh = try await otherStream.events(until: "done")
+            #expect(refresh.filter { $0.event == "items" }.map(ids) == [["upstream"]])
+        }
+    }
+}
+
+/// A feed whose update stores what its upstream has, as `UpstreamSet` does.
+private final class UpstreamFeed: FeedSource {
+    let memory: MemoryFeed
+    let upstream: [FeedItem]
+
+    init(stored: [FeedItem], upstream: [FeedItem]) {
+        memory = MemoryFeed(items: stored)
+        self.upstream = upstream
+    }
+
+    func update(progress: @escaping ProgressSink) async throws -> FeedUpdate {
+        let before = try await memory.head()?.position ?? 0
+        _ = try await memory.publish(upstream)
+        let added = Int((try await memory.head()?.position ?? 0) - before)
+        return FeedUpdate(added: added, message: "\(added) new")
+    }
+
+    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await memory.newer(than: cursor, limit: limit) }
+    func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage { try await memory.older(than: cursor, limit: limit) }
+    func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await memory.added(after: position, limit: limit) }
+    func head() async throws -> FeedHead? { try await memory.head() }
+    func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }
+    func item(id: String) async throws -> FeedItem? { try await memory.item(id: id) }
+}
