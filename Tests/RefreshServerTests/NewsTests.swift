@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import Testing
 @testable import RefreshServer
 
@@ -171,4 +172,27 @@ private final class UpstreamFeed: FeedSource {
     func head() async throws -> FeedHead? { try await memory.head() }
     func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }
     func item(id: String) async throws -> FeedItem? { try await memory.item(id: id) }
+}
+
+/// The log keeps the newest `state` and `news` outside its ring and puts them back in id
+/// order among the ring's events.
+@Suite struct EventLogCoalescingTests {
+    @Test func aReplayHasOnlyTheLatestStateAndNewsInIDOrder() {
+        var log = EventLog(capacity: 16)
+        let data = ByteBuffer(string: "{}")
+        for kind: ServerEvent.Kind in [.state, .items, .news, .state, .done, .news] { log.append(kind, data) }
+        func replay(after cursor: UInt64) -> [String] {
+            guard case .events(let events) = log.events(after: cursor) else { return ["gap"] }
+            return events.map { "\($0.id) \($0.kind)" }
+        }
+        #expect(replay(after: 0) == ["2 items", "4 state", "5 done", "6 news"])
+        #expect(replay(after: 4) == ["5 done", "6 news"])
+        #expect(replay(after: 6) == [])
+        log.append(.news, data)
+        log.append(.state, data)
+        #expect(replay(after: 6) == ["7 news", "8 state"])
+        #expect(replay(after: 7) == ["8 state"])
+        log.append(.items, data)
+        #expect(replay(after: 5) == ["7 news", "8 state", "9 items"])
+    }
 }

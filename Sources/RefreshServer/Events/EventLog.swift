@@ -67,21 +67,24 @@ struct EventLog: Sendable {
             let middle = (low + high) / 2
             if ring[(head + middle) % ring.count].id <= cursor { low = middle + 1 } else { high = middle }
         }
-        // The kept `state` and `news` go where their ids put them among the ring's events.
-        var standalone = [latestState, latestNews].compactMap { $0 }.filter { $0.id > cursor }
-        if standalone.count == 2, standalone[1].id < standalone[0].id { standalone.swapAt(0, 1) }
+        // The kept `state` and `news` go where their ids put them among the ring's events;
+        // every stream asks this on every wake-up, so without building a list of them.
+        var first = latestState.flatMap { $0.id > cursor ? $0 : nil }
+        var second = latestNews.flatMap { $0.id > cursor ? $0 : nil }
+        if first == nil || (second != nil && second!.id < first!.id) { swap(&first, &second) }
         var result: [ServerEvent] = []
-        result.reserveCapacity(ring.count - low + standalone.count)
-        var next = 0
+        result.reserveCapacity(ring.count - low + 2)
         for offset in low..<ring.count {
             let event = ring[(head + offset) % ring.count]
-            while next < standalone.count, standalone[next].id < event.id {
-                result.append(standalone[next])
-                next += 1
+            while let kept = first, kept.id < event.id {
+                result.append(kept)
+                first = second
+                second = nil
             }
             result.append(event)
         }
-        result += standalone[next...]
+        if let first { result.append(first) }
+        if let second { result.append(second) }
         return .events(result)
     }
 
