@@ -3,14 +3,17 @@
 
 const params = new URLSearchParams(location.search);
 const element = document.getElementById("list");
-// A preset from the address (?preset=ios15) must be set before the element starts.
+// A preset from the address (?preset=ios15) and how new items arrive (?news=live) must be
+// set before the element starts: both are fixed when its session is created.
 if (params.get("preset")) element.setAttribute("preset", params.get("preset"));
+if (params.get("news")) element.setAttribute("news", params.get("news"));
 await import("/pull-to-refresh/element.js");
 
 const feed = element.querySelector(".feed");
 const empty = element.querySelector(".empty");
 const refreshButton = document.getElementById("refresh");
 const connection = document.querySelector(".connection");
+const newsMode = document.getElementById("news-mode");
 const shown = new Set();
 
 const timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
@@ -98,3 +101,11 @@ new MutationObserver(() => {
 }).observe(element, { attributes: true, attributeFilter: ["offline"] });
 
 refreshButton.addEventListener("click", () => element.refresh());
+
+// Another mode needs another session: the page starts over with it in the address.
+newsMode.value = element.getAttribute("news") ?? "badge";
+if (newsMode.selectedIndex < 0) newsMode.value = "badge"; // the element's own fallback
+newsMode.addEventListener("change", () => {
+  params.set("news", newsMode.value);
+  location.search = params.toString();
+});

@@ -2,19 +2,35 @@
 // what the server says. Drop it into any page:
 //
 //   <script type="module" src="/pull-to-refresh/element.js"></script>
-//   <pull-to-refresh preset="default" api="/api"> …your list… </pull-to-refresh>
+//   <pull-to-refresh preset="default" api="/api" news="badge"> …your list… </pull-to-refresh>
 //
 // It dispatches `ptr-items` ({op, items, hasMore}), `ptr-reset`, `ptr-done`, `ptr-progress`,
-// `ptr-state`, `ptr-session` and `ptr-connection` events; the page renders the items.
-// Methods: refresh(), loadMore(), cancelRefresh().
+// `ptr-state`, `ptr-news` ({count, newest, head}), `ptr-session` and `ptr-connection`
+// events; the page renders the items. Methods: refresh(), loadMore(), cancelRefresh().
+//
+// `news` says how the page hears of items the feed gained after what it shows: "badge"
+// (the default) offers a "N new items" button at the top of the list, which scrolls up and
+// refreshes; "live" has the server prepend them while the list rests at the top (and offers
+// the button otherwise); "off" leaves them to the next refresh.
 //
 // `data-connection` says where the connection stands: "connecting" while the session is
 // being created, "open" while its event stream is up, "lost" while the page tries again
 // (the server busy or out of reach); the `offline` attribute is set while it is "lost".
-// `data-session` is the session's id, `data-phase` and `data-edge` the last state drawn.
+// `data-session` is the session's id, `data-phase` and `data-edge` the last state drawn,
+// `data-news-count` the number of new items the button offers ("0" while it is hidden).
 
 import { GestureCapture } from "./gesture.js";
 import { RefreshSession } from "./session.js";
+
+const NEWS_MODES = ["badge", "live", "off"];
+/** How long a scroll to the top may stand still before it counts as stopped short. */
+const STILL_MS = 300;
+
+/** The button's words; past two digits the exact number tells the reader nothing more. */
+function newItems(count) {
+  if (count > 99) return "99+ new items";
+  return count === 1 ? "1 new item" : `${count} new items`;
+}
 
 /** An error's message as the end of a sentence, whether or not it brings its own period. */
 function sentence(error) {
@@ -33,6 +49,12 @@ template.innerHTML = `
     <div class="ptr-message"></div>
   </div>
   <div class="ptr-scroller" part="scroller">
+    <div class="ptr-news" aria-live="polite">
+      <button type="button" class="ptr-news-button" part="news" hidden>
+        <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true"><path d="M12 20V6m0 0-6 6m6-6 6 6" fill="none" stroke="currentColor" stroke-width="2.4" stroke-linecap="round" stroke-linejoin="round"/></svg>
+        <span class="ptr-news-label"></span>
+      </button>
+    </div>
     <div class="ptr-content"></div>
     <div class="ptr-bottom" part="footer">
       <span class="ptr-spinner"></span>
@@ -67,7 +89,10 @@ export class PullToRefreshElement extends HTMLElement {
     this.footer = this.querySelector(".ptr-bottom");
     this.live = this.querySelector(".ptr-live");
     this.errorBar = this.querySelector(".ptr-error");
+    this.newsButton = this.querySelector(".ptr-news-button");
+    this.dataset.newsCount = "0";
 
+    this.newsButton.addEventListener("click", () => this.#showNewItems());
     this.querySelector(".ptr-load-more").addEventListener("click", () => this.loadMore());
     this.querySelector(".ptr-retry").addEventListener("click", () => {
       this.errorBar.hidden = true;
@@ -77,9 +102,11 @@ export class PullToRefreshElement extends HTMLElement {
       else this.refresh();
     });
 
+    const news = this.getAttribute("news");
     this.#session = new RefreshSession({
       api: this.getAttribute("api") || "/api",
       preset: this.getAttribute("preset") || "default",
+      config: { news: NEWS_MODES.includes(news) ? news : "badge" },
     });
     this.#wireSession();
     this.#gesture = new GestureCapture(this.scroller, {
@@ -118,6 +145,37 @@ export class PullToRefreshElement extends HTMLElement {
   loadMore() {
     this.errorBar.hidden = true;
     return this.#session.loadMore().catch((error) => this.#actionFailed("loadMore", error));
+  }
+
+  /** The "N new items" button takes the reader to the top, where the refresh puts them. The
+   *  refresh waits for the scroll to end: items landing while the list is still on its way
+   *  up would be kept out of sight, as if the reader were reading further down. */
+  async #showNewItems() {
+    await this.#scrollToTop();
+    return this.refresh();
+  }
+
+  /** Resolves once the list is at its top, or has stopped short of it (the reader scrolled
+   *  against it). Smoothly, unless the reader asked for less motion. */
+  #scrollToTop() {
+    const scroller = this.scroller;
+    if (scroller.scrollTop <= 0) return Promise.resolve();
+    const smooth = !matchMedia("(prefers-reduced-motion: reduce)").matches;
+    scroller.scrollTo({ top: 0, behavior: smooth ? "smooth" : "instant" });
+    return new Promise((resolve) => {
+      let last = scroller.scrollTop;
+      let moved = performance.now();
+      const check = (now) => {
+        const top = scroller.scrollTop;
+        if (top !== last) {
+          last = top;
+          moved = now;
+        }
+        if (top <= 0 || now - moved > STILL_MS) resolve();
+        else requestAnimationFrame(check);
+      };
+      requestAnimationFrame(check);
+    });
   }
 
   /** A busy or unreachable server is waited for inside the session; this fails only when
@@ -168,7 +226,11 @@ export class PullToRefreshElement extends HTMLElement {
       // Without infinite scroll nothing would fill an empty list: ask for the first page.
       if (!event.detail.config.prefetch && this.#itemCount() === 0) this.loadMore();
     });
-    session.addEventListener("session", (event) => this.#emit("session", event.detail));
+    session.addEventListener("session", (event) => {
+      // The new session's list starts over from the newest items.
+      this.#clearNews();
+      this.#emit("session", event.detail);
+    });
     session.addEventListener("error", (event) => this.#sessionFailed(event.detail));
     session.addEventListener("state", (event) => this.#drawState(event.detail));
     session.addEventListener("progress", (event) => {
@@ -180,9 +242,19 @@ export class PullToRefreshElement extends HTMLElement {
       this.#emit("progress", event.detail);
     });
     session.addEventListener("items", (event) => {
-      this.#hasMore = event.detail.hasMore;
+      const { op, items, actionId, hasMore } = event.detail;
+      this.#hasMore = hasMore;
+      // New items on top are the ones the button offered (a refresh brings exactly those;
+      // a live page got them without asking): a later `news` offers what is left.
+      if (op === "prepend") this.#clearNews();
       this.#emit("items", event.detail);
       this.#drawFooter();
+      // Nothing else tells a screen reader of items that came without an action.
+      if (op === "prepend" && actionId == null && items.length > 0) this.#announce(`${newItems(items.length)} added`);
+    });
+    session.addEventListener("news", (event) => {
+      this.#drawNews(event.detail.count);
+      this.#emit("news", event.detail);
     });
     session.addEventListener("done", (event) => {
       const { kind, outcome, added, error } = event.detail;
@@ -199,6 +271,7 @@ export class PullToRefreshElement extends HTMLElement {
     });
     session.addEventListener("reset", (event) => {
       this.#hasMore = true;
+      this.#clearNews();
       this.#emit("reset", event.detail);
     });
     session.addEventListener("connection", (event) => {
@@ -229,6 +302,20 @@ export class PullToRefreshElement extends HTMLElement {
     this.#drawOffset();
     this.#drawFooter();
     this.#emit("state", state);
+  }
+
+  #drawNews(count) {
+    if (!(count > 0)) return this.#clearNews();
+    this.querySelector(".ptr-news-label").textContent = newItems(count);
+    this.newsButton.hidden = false;
+    this.dataset.newsCount = String(count);
+  }
+
+  #clearNews() {
+    this.newsButton.hidden = true;
+    // Emptied too, so that the live region has something new to say the next time.
+    this.querySelector(".ptr-news-label").textContent = "";
+    this.dataset.newsCount = "0";
   }
 
   #drawFooter() {

@@ -146,7 +146,7 @@ export class SampleQueue {
 
 /** A session on the server and its event stream, recreated transparently when the
  *  server has forgotten it, and waited for when the server is busy. Emits `open`, `state`,
- *  `progress`, `items`, `done`, `reset`, `session` (a new session replaced the old),
+ *  `progress`, `items`, `done`, `news`, `reset`, `session` (a new session replaced the old),
  *  `error` (a new session could not be had: detail is the error) and `connection`:
  *  detail "connecting" (a session is being created), "open" (the stream is up) or "lost"
  *  (an attempt failed; it fires for every failed attempt while the page tries again). */
@@ -319,7 +319,7 @@ export class RefreshSession extends EventTarget {
       this.#resumeBackoff = FIRST_BACKOFF_MS;
       this.#report("open");
     };
-    for (const name of ["state", "progress", "items", "done", "reset"]) {
+    for (const name of ["state", "progress", "items", "done", "news", "reset"]) {
       source.addEventListener(name, (event) => {
         confirm();
         if (event.lastEventId) this.#lastEventId = event.lastEventId;

@@ -3,69 +3,15 @@ session are waited for as the server asks, then taken up, without reloading the 
 
 Each test starts a server of its own with the limits it needs."""
 
-import contextlib
-import json
 import re
 import socket
-import subprocess
-import threading
-import time
-import urllib.error
 import urllib.parse
 import urllib.request
 
 import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
-from test_page import BINARY, ROOT, make_driver, screenshot
-
-
-@contextlib.contextmanager
-def running_server(*flags):
-    """A server with `flags` on a free port; yields its base URL. Its output is read all
-    along (a full pipe would stall it) and shown when it does not start."""
-    process = subprocess.Popen(
-        [BINARY, "--port", "0", "--public", str(ROOT / "Public"), "--log-level", "warning",
-         "--database", ":memory:", *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output = []
-    bases = []
-    started = threading.Event()
-
-    def read():
-        for line in process.stdout:
-            output.append(line)
-            match = re.search(r"http://[0-9.:]+", line)
-            if match and not bases:
-                bases.append(match.group(0))
-                started.set()
-        started.set()  # it exited before saying where it listens
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        started.wait(20)
-        assert bases, "the server did not start:\n" + "".join(output[-20:])
-        yield bases[0]
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
-
-
-def call(base, method, path, body=None):
-    """One API request: (status, headers, JSON body or None); a refusal is an answer too."""
-    data = json.dumps(body).encode() if body is not None else None
-    headers = {"Content-Type": "application/json"} if data else {}
-    request = urllib.request.Request(base + path, data=data, headers=headers, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as reply:
-            status, headers, raw = reply.status, reply.headers, reply.read()
-    except urllib.error.HTTPError as refusal:
-        status, headers, raw = refusal.code, refusal.headers, refusal.read()
-    return status, headers, json.loads(raw) if raw else None
+from harness import call, dataset, item_count, make_driver, running_server, screenshot
 
 
 def create_session(base):
@@ -81,15 +27,6 @@ def end_session(base, session):
 
 def until(driver, condition, timeout, message):
     return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition, message)
-
-
-def dataset(driver, name):
-    """A `data-*` attribute of the <pull-to-refresh> element, or None."""
-    return driver.execute_script(f"return document.getElementById('list')?.dataset.{name} ?? null")
-
-
-def item_count(driver):
-    return driver.execute_script("return document.querySelectorAll('.feed .item').length")
 
 
 def error_bar_hidden(driver):

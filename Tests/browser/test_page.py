@@ -1,91 +1,13 @@
 """The page in a real headless Chromium: touch, mouse, wheel and keyboard, drawn from SSE."""
 
-import json
-import os
-import pathlib
-import re
-import shutil
-import subprocess
 import time
 import urllib.request
 
-import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-ARTIFACTS = pathlib.Path(os.environ.get("ARTIFACTS", ROOT / "artifacts"))
-BINARY = os.environ.get("REFRESH_SERVER", str(ROOT / ".build" / "debug" / "refresh-server"))
-
-
-@pytest.fixture(scope="module")
-def server():
-    process = subprocess.Popen(
-        [BINARY, "--port", "0", "--public", str(ROOT / "Public"), "--min-refresh-ms", "700", "--log-level", "warning",
-         "--database", ":memory:"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = None
-    deadline = time.time() + 20
-    while time.time() < deadline and base is None:
-        line = process.stdout.readline()
-        match = re.search(r"http://[0-9.:]+", line)
-        if match:
-            base = match.group(0)
-    assert base, "the server did not start"
-    yield base
-    process.terminate()
-    process.wait(timeout=5)
-
-
-def make_driver(width, height, reduced_motion=False):
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     f"--window-size={width},{height}", "--force-device-scale-factor=1"):
-        options.add_argument(argument)
-    if reduced_motion:
-        options.add_argument("--force-prefers-reduced-motion")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=shutil.which("chromedriver")), options=options)
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600})
-    driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": True, "maxTouchPoints": 5})
-    return driver
-
-
-@pytest.fixture
-def phone():
-    driver = make_driver(390, 844)
-    yield driver
-    driver.quit()
-
-
-def publish(base, title):
-    request = urllib.request.Request(base + "/api/items", data=json.dumps({"title": title}).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(request) as reply:
-        assert reply.status == 201
-
-
-def open_page(driver, base, query=""):
-    driver.get(base + "/" + query)
-    wait(driver, lambda d: d.execute_script("return document.querySelectorAll('.feed .item').length") >= 10)
-    # Count what the page is told, to assert on actions without timing guesses.
-    driver.execute_script("""
-        window.done = [];
-        document.getElementById('list').addEventListener('ptr-done', e => window.done.push(e.detail));
-    """)
-
-
-def wait(driver, condition, timeout=10):
-    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition)
-
-
-def refreshes(driver):
-    return driver.execute_script("return window.done.filter(d => d.kind === 'refresh' && d.outcome === 'completed').length")
+from harness import (assert_no_console_errors, first_titles, make_driver, open_page, publish, refreshes,
+                     screenshot, wait)
 
 
 def list_box(driver):
@@ -111,21 +33,6 @@ def touch_drag(driver, distance, release=True, steps=15):
     if release:
         touch(driver, "touchEnd", x, y + distance)
     return x, y + distance
-
-
-def first_titles(driver, count=3):
-    return driver.execute_script(
-        f"return [...document.querySelectorAll('.feed .item h2')].slice(0, {count}).map(e => e.textContent)")
-
-
-def screenshot(driver, name):
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    driver.save_screenshot(str(ARTIFACTS / name))
-
-
-def assert_no_console_errors(driver):
-    errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
-    assert errors == []
 
 
 def test_a_touch_pull_shows_release_then_refreshes_with_the_new_item(server, phone):

@@ -1,0 +1,135 @@
+"""What every browser test stands on: a server process, a headless Chromium, and the few
+questions the tests ask of the page."""
+
+import contextlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.support.ui import WebDriverWait
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ARTIFACTS = pathlib.Path(os.environ.get("ARTIFACTS", ROOT / "artifacts"))
+BINARY = os.environ.get("REFRESH_SERVER", str(ROOT / ".build" / "debug" / "refresh-server"))
+
+
+@contextlib.contextmanager
+def running_server(*flags):
+    """A server with `flags` on a free port; yields its base URL. Its output is read all
+    along (a full pipe would stall it) and shown when it does not start."""
+    process = subprocess.Popen(
+        [BINARY, "--port", "0", "--public", str(ROOT / "Public"), "--log-level", "warning",
+         "--database", ":memory:", *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = []
+    bases = []
+    started = threading.Event()
+
+    def read():
+        for line in process.stdout:
+            output.append(line)
+            match = re.search(r"http://[0-9.:]+", line)
+            if match and not bases:
+                bases.append(match.group(0))
+                started.set()
+        started.set()  # it exited before saying where it listens
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        started.wait(20)
+        assert bases, "the server did not start:\n" + "".join(output[-20:])
+        yield bases[0]
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+def make_driver(width, height, reduced_motion=False):
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     f"--window-size={width},{height}", "--force-device-scale-factor=1"):
+        options.add_argument(argument)
+    if reduced_motion:
+        options.add_argument("--force-prefers-reduced-motion")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=shutil.which("chromedriver")), options=options)
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600})
+    driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": True, "maxTouchPoints": 5})
+    return driver
+
+
+def call(base, method, path, body=None):
+    """One API request: (status, headers, JSON body or None); a refusal is an answer too."""
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"Content-Type": "application/json"} if data else {}
+    request = urllib.request.Request(base + path, data=data, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            status, headers, raw = reply.status, reply.headers, reply.read()
+    except urllib.error.HTTPError as refusal:
+        status, headers, raw = refusal.code, refusal.headers, refusal.read()
+    return status, headers, json.loads(raw) if raw else None
+
+
+def publish(base, *titles):
+    """Publishes one item per title, in one request; its `201` means every open session
+    has its news queued."""
+    body = {"title": titles[0]} if len(titles) == 1 else {"items": [{"title": title} for title in titles]}
+    status, _, reply = call(base, "POST", "/api/items", body)
+    assert status == 201, reply
+
+
+def open_page(driver, base, query=""):
+    driver.get(base + "/" + query)
+    wait(driver, lambda d: d.execute_script("return document.querySelectorAll('.feed .item').length") >= 10)
+    # Count what the page is told, to assert on actions without timing guesses.
+    driver.execute_script("""
+        window.done = [];
+        document.getElementById('list').addEventListener('ptr-done', e => window.done.push(e.detail));
+    """)
+
+
+def wait(driver, condition, timeout=10):
+    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition)
+
+
+def refreshes(driver):
+    return driver.execute_script("return window.done.filter(d => d.kind === 'refresh' && d.outcome === 'completed').length")
+
+
+def first_titles(driver, count=3):
+    return driver.execute_script(
+        f"return [...document.querySelectorAll('.feed .item h2')].slice(0, {count}).map(e => e.textContent)")
+
+
+def dataset(driver, name):
+    """A `data-*` attribute of the <pull-to-refresh> element, or None."""
+    return driver.execute_script(f"return document.getElementById('list')?.dataset.{name} ?? null")
+
+
+def item_count(driver):
+    return driver.execute_script("return document.querySelectorAll('.feed .item').length")
+
+
+def screenshot(driver, name):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(ARTIFACTS / name))
+
+
+def assert_no_console_errors(driver):
+    errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == []
