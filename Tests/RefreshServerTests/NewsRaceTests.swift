@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOPosix
 import RefreshEngine
 import Testing
 @testable import RefreshServer
@@ -57,13 +59,20 @@ import Testing
         }
         // In memory: the race under test is between sessions; racing writers on a file are
         // `FeedPositionTests`' subject, and a disk sync per publish would only slow this down.
-        let feed = try SQLiteFeed(path: ":memory:")
+        let feed = JitteredReads(try SQLiteFeed(path: ":memory:"))
         let runner = ActionRunner(feed: feed, news: NewsHub(), configuration: configuration)
         let store = SessionStore(runner: runner, limits: configuration)
         // Half badge, half live: live pages at rest at the top take items without refreshing.
         let sessions = try (0..<50).map { index in
             let config = try Preset.standard.config.applying(.init(news: index.isMultiple(of: 2) ? .badge : .live))
             return try store.create(config: config, client: "page-\(index)")
+        }
+        // An open stream on one of two event loops each: news reaches sessions through them.
+        let loops = MultiThreadedEventLoopGroup.singleton
+        let streams = sessions.map { session in
+            let stream = SilentStream(eventLoop: loops.next())
+            _ = session.subscribe(stream, lastEventID: nil, now: .now)
+            return stream
         }
         let published = try await withThrowingTaskGroup(of: [String].self) { group in
             for writer in 0..<publishers {
@@ -104,5 +113,39 @@ import Testing
             #expect(page.list.count == publishes, "\(session.config.news) page shows \(page.list.count) of \(publishes)")
             #expect(Set(page.list) == Set(published))
         }
+        for (session, stream) in zip(sessions, streams) { session.unsubscribe(stream, now: .now) }
     }
+}
+
+/// A store whose reads of new items take a random while, so that live reads and refreshes
+/// overlap in every order.
+private struct JitteredReads: FeedSource {
+    let store: SQLiteFeed
+
+    init(_ store: SQLiteFeed) {
+        self.store = store
+    }
+
+    func update(progress: @escaping ProgressSink) async throws -> FeedUpdate { try await store.update(progress: progress) }
+    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await store.newer(than: cursor, limit: limit) }
+    func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage { try await store.older(than: cursor, limit: limit) }
+    func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
+        try await Task.sleep(for: .microseconds(Int.random(in: 0...3_000)))
+        return try await store.added(after: position, limit: limit)
+    }
+    func head() async throws -> FeedHead? { try await store.head() }
+    func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await store.publish(items) }
+    func item(id: String) async throws -> FeedItem? { try await store.item(id: id) }
+}
+
+/// A stream that keeps its place in the session but writes nothing: the test reads the
+/// session's log itself.
+private final class SilentStream: EventListener {
+    let eventLoop: any EventLoop
+
+    init(eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+    }
+
+    func wake(_ reason: Wakeup.Reason, replay: inout ReplayCache) {}
 }

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import Synchronization
 import Testing
 @testable import RefreshServer
 
@@ -95,6 +96,33 @@ import Testing
         }
     }
 
+    /// A live read still running when a refresh starts and ends must not bring the same
+    /// items a second time.
+    @Test func aLiveReadOvertakenByARefreshIsDropped() async throws {
+        let feed = GatedFeed(items: items(3))
+        try await TestServer.run(feed: feed) { server in
+            let (id, stream) = try await showingFirstPage(server, news: "live")
+            _ = try await server.sample(id, seq: 1, y: 0, phase: "scroll")
+            _ = try await stream.nextEvent()
+            try await publish(server, [("a", "Raced", 1)])
+            try await feed.firstReadStarted()
+            #expect(try await server.post("/api/sessions/\(id)/refresh").status == 202)
+            let refresh = try await stream.events(until: "done")
+            #expect(refresh.filter { $0.event == "items" }.map(ids) == [["a"]])
+            _ = try await stream.nextEvent()
+            feed.releaseFirstRead()
+            try await feed.firstReadEnded()
+            // Whenever the late read lands, the next item comes in after it.
+            try await publish(server, [("b", "Next", 2)])
+            var prepended: [[String]] = []
+            while !prepended.joined().contains("b") {
+                let event = try await stream.nextEvent()
+                if event.event == "items" { prepended.append(ids(event)) }
+            }
+            #expect(prepended == [["b"]], "the late read brings nothing")
+        }
+    }
+
     @Test func offSendsNothing() async throws {
         try await TestServer.run(feed: MemoryFeed(items: items(3))) { server in
             let (id, stream) = try await showingFirstPage(server, news: "off")
@@ -147,6 +175,48 @@ import Testing
             #expect(refresh.filter { $0.event == "items" }.map(ids) == [["upstream"]])
         }
     }
+}
+
+/// A memory feed whose first read of new items waits until the test lets it go.
+private final class GatedFeed: FeedSource {
+    let memory: MemoryFeed
+    private let reads = Mutex(0)
+    private let started = AsyncStream<Void>.makeStream()
+    private let gate = AsyncStream<Void>.makeStream()
+    private let ended = AsyncStream<Void>.makeStream()
+
+    init(items: [FeedItem]) {
+        memory = MemoryFeed(items: items)
+    }
+
+    func firstReadStarted() async throws { try await Self.wait(for: started.stream) }
+    func releaseFirstRead() { gate.continuation.yield() }
+    func firstReadEnded() async throws { try await Self.wait(for: ended.stream) }
+
+    private static func wait(for stream: AsyncStream<Void>) async throws {
+        var iterator = stream.makeAsyncIterator()
+        guard await iterator.next() != nil else { throw TestFailure("no signal") }
+    }
+
+    func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
+        let first = reads.withLock { reads in
+            reads += 1
+            return reads == 1
+        }
+        guard first else { return try await memory.added(after: position, limit: limit) }
+        let page = try await memory.added(after: position, limit: limit)
+        started.continuation.yield()
+        try await Self.wait(for: gate.stream)
+        defer { ended.continuation.yield() }
+        return page
+    }
+
+    func update(progress: @escaping ProgressSink) async throws -> FeedUpdate { try await memory.update(progress: progress) }
+    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await memory.newer(than: cursor, limit: limit) }
+    func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage { try await memory.older(than: cursor, limit: limit) }
+    func head() async throws -> FeedHead? { try await memory.head() }
+    func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }
+    func item(id: String) async throws -> FeedItem? { try await memory.item(id: id) }
 }
 
 /// A feed whose update stores what its upstream has, as `UpstreamSet` does.

@@ -103,7 +103,7 @@ import Testing
         var configuration = TestServer.configuration()
         configuration.keepaliveInterval = .milliseconds(100)
         try await TestServer.run(configuration) { server in
-            let (id, stream) = try await server.watchedSession()
+            let (_, stream) = try await server.watchedSession()
             let block = try await stream.next(within: 2)
             #expect(block.comment == "keepalive")
         }

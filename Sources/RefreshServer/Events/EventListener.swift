@@ -80,24 +80,29 @@ struct ListenerGroups: Sendable {
 
     var count: Int { positions.count }
 
-    mutating func insert(_ listener: any EventListener) {
+    /// Answers the listener's group when it is the first on its event loop.
+    mutating func insert(_ listener: any EventListener) -> LoopListeners? {
         let loop = listener.eventLoop
+        var created: LoopListeners?
         let group = groups.first { $0.loop === loop } ?? {
             let group = LoopListeners(loop: loop)
             groups.append(group)
+            created = group
             return group
         }()
         positions[ObjectIdentifier(listener)] = group.members.withLock { members in
             members.append(listener)
             return members.count - 1
         }
+        return created
     }
 
-    /// Removes in O(1): the last member takes the leaver's place.
-    mutating func remove(_ listener: any EventListener) {
+    /// Removes in O(1): the last member takes the leaver's place. Answers the listener's
+    /// group when it was the last on its event loop.
+    mutating func remove(_ listener: any EventListener) -> LoopListeners? {
         guard let position = positions.removeValue(forKey: ObjectIdentifier(listener)),
             let index = groups.firstIndex(where: { $0.loop === listener.eventLoop })
-        else { return }
+        else { return nil }
         let (moved, empty) = groups[index].members.withLock { members in
             let last = members.removeLast()
             guard position < members.count else { return (nil as (any EventListener)?, members.isEmpty) }
@@ -105,7 +110,7 @@ struct ListenerGroups: Sendable {
             return (last, false)
         }
         if let moved { positions[ObjectIdentifier(moved)] = position }
-        if empty { groups.remove(at: index) }
+        return empty ? groups.remove(at: index) : nil
     }
 
     mutating func removeAll() -> [LoopListeners] {
@@ -121,9 +126,6 @@ struct ListenerGroups: Sendable {
         groups.isEmpty ? nil : Wakeup(reason: reason, groups: groups)
     }
 
-    func add(to batch: inout WakeupBatch) {
-        for group in groups { batch.add(group) }
-    }
 }
 
 /// Streams to wake, one task per event loop. Built under a session's lock, fired after it.
@@ -144,30 +146,6 @@ struct Wakeup: Sendable {
     /// sample's state event is written before the POST that caused it is answered.
     func fire() {
         for group in groups { group.wake(reason) }
-    }
-}
-
-/// The streams of many sessions to wake with news, gathered by event loop: a publish that
-/// reaches ten thousand sessions queues one task per loop, not one per session.
-struct WakeupBatch {
-    private var loops: [(loop: any EventLoop, groups: [LoopListeners])] = []
-
-    mutating func add(_ group: LoopListeners) {
-        if let index = loops.firstIndex(where: { $0.loop === group.loop }) {
-            loops[index].groups.append(group)
-        } else {
-            loops.append((group.loop, [group]))
-        }
-    }
-
-    var isEmpty: Bool { loops.isEmpty }
-
-    func fire() {
-        for (loop, groups) in loops {
-            loop.execute {
-                for group in groups { group.wakeMembers(.news) }
-            }
-        }
     }
 }
 

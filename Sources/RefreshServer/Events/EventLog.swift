@@ -17,7 +17,7 @@ struct EventLog: Sendable {
     /// The newest `state` event: the engine's current state, already encoded.
     private(set) var latestState: ServerEvent?
     /// The newest `news` event.
-    private var latestNews: ServerEvent?
+    private(set) var latestNews: ServerEvent?
     /// Newest id of an event dropped for room; a reader behind it has missed something.
     private var droppedThrough: UInt64 = 0
     /// The open streams: woken, not handed copies of the events.
@@ -88,11 +88,13 @@ struct EventLog: Sendable {
         return .events(result)
     }
 
-    mutating func addListener(_ listener: any EventListener) {
+    /// Answers the listener's group when it is the first on its event loop.
+    mutating func addListener(_ listener: any EventListener) -> LoopListeners? {
         listeners.insert(listener)
     }
 
-    mutating func removeListener(_ listener: any EventListener) {
+    /// Answers the listener's group when it was the last on its event loop.
+    mutating func removeListener(_ listener: any EventListener) -> LoopListeners? {
         listeners.remove(listener)
     }
 
@@ -104,11 +106,9 @@ struct EventLog: Sendable {
         return listeners.wakeup(.news)
     }
 
-    /// The same, gathered into `batch` with other sessions' streams.
-    mutating func takeAnnouncement(into batch: inout WakeupBatch) {
-        guard unannounced else { return }
+    /// Forgets that events were appended: the caller wakes the streams itself.
+    mutating func announcedByCaller() {
         unannounced = false
-        listeners.add(to: &batch)
     }
 
     /// Wakes every stream with nothing new: the keepalive tick.

@@ -1,18 +1,24 @@
 import NIOCore
 import Synchronization
 
-/// The feed's head as this server knows it, and who hears when it moves.
+/// The feed's head as this server knows it, and the fan-out that tells every open page.
 ///
 /// The head moves when a publish commits, when a refresh stores items it pulled upstream,
 /// and (with a shared store) when another instance says so. It only ever moves forward: a
 /// report at or below the known head changes nothing, so the same news arriving by two
 /// paths is told once.
+///
+/// A move is one task per event loop. In it, each session with a stream on that loop
+/// appends its `news` (encoded once per position shown, in that task) and its streams write
+/// at once: the loops work in parallel, and nothing is queued per session. A session with
+/// no open stream is told when a stream opens.
 public final class NewsHub: Sendable {
     private struct State {
         var head: FeedHead?
-        var observers: [@Sendable (FeedHead) -> Void] = []
         /// Reads of "what came after p" for live sessions since the head last moved.
         var reads: [FeedPosition: Task<FeedPage?, Never>] = [:]
+        /// Sessions with open streams, by the event loop the streams live on.
+        var loops: [ObjectIdentifier: LoopStreams] = [:]
     }
 
     private let state = Mutex(State())
@@ -27,17 +33,18 @@ public final class NewsHub: Sendable {
     /// Where the head is; 0 before any news.
     var position: FeedPosition { knownPosition.load(ordering: .acquiring) }
 
-    /// Moves the head forward to `head` and tells the observers, outside the lock and in the
-    /// caller's task: a publish is answered once every session has its news queued.
+    /// Moves the head forward to `head` and queues the news on every event loop.
     public func advance(to head: FeedHead) {
-        let observers = state.withLock { state -> [@Sendable (FeedHead) -> Void] in
+        let loops = state.withLock { state -> [LoopStreams] in
             guard head.position > state.head?.position ?? 0 else { return [] }
             state.head = head
             state.reads.removeAll()
             knownPosition.store(head.position, ordering: .releasing)
-            return state.observers
+            return Array(state.loops.values)
         }
-        for observer in observers { observer(head) }
+        for streams in loops {
+            streams.loop.execute { streams.announce(head) }
+        }
     }
 
     /// Reads the head from `feed` and moves to it: after a commit, everything up to the head
@@ -58,8 +65,43 @@ public final class NewsHub: Sendable {
         return await read.value
     }
 
-    func observe(_ observer: @escaping @Sendable (FeedHead) -> Void) {
-        state.withLock { $0.observers.append(observer) }
+    // MARK: - Streams
+
+    /// `session`'s first stream on `group`'s event loop opened.
+    func streamsOpened(_ group: LoopListeners, of session: Session) {
+        let streams = state.withLock { state in
+            let key = ObjectIdentifier(group.loop)
+            if let streams = state.loops[key] { return streams }
+            let streams = LoopStreams(loop: group.loop)
+            state.loops[key] = streams
+            return streams
+        }
+        streams.members.withLock { $0[ObjectIdentifier(group)] = (group, session) }
+    }
+
+    /// The last of them closed.
+    func streamsClosed(_ group: LoopListeners) {
+        let streams = state.withLock { $0.loops[ObjectIdentifier(group.loop)] }
+        _ = streams?.members.withLock { $0.removeValue(forKey: ObjectIdentifier(group)) }
+    }
+}
+
+/// The sessions with streams on one event loop, each with its group of streams there.
+private final class LoopStreams: Sendable {
+    let loop: any EventLoop
+    let members = Mutex<[ObjectIdentifier: (group: LoopListeners, session: Session)]>([:])
+
+    init(loop: any EventLoop) {
+        self.loop = loop
+    }
+
+    /// On `loop`: every session appends its news, and its streams here write it.
+    func announce(_ head: FeedHead) {
+        let payloads = NewsPayloads(head: head)
+        for (group, session) in members.withLock({ Array($0.values) }) {
+            session.headAdvanced(payloads)
+            group.wakeMembers(.news)
+        }
     }
 }
 

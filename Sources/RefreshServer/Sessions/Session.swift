@@ -184,11 +184,12 @@ public final class Session: Sendable {
     // MARK: - News
 
     /// The feed's head moved: the page is told, or, live and at rest at the top, given the
-    /// new items. The streams to wake join `wakeups`, to be woken with every other session's.
-    func headAdvanced(_ payloads: NewsPayloads, wakeups: inout WakeupBatch) {
+    /// new items. On an event loop the session has streams on; the caller wakes the
+    /// session's streams on every loop it has them on, so no wake-up is queued here.
+    func headAdvanced(_ payloads: NewsPayloads) {
         state.withLock { state in
             announce(payloads.head, payload: payloads.data(shown:), &state)
-            state.log.takeAnnouncement(into: &wakeups)
+            state.log.announcedByCaller()
         }
     }
 
@@ -252,7 +253,9 @@ public final class Session: Sendable {
         mutate { state in
             guard !state.ended else { return nil }
             state.lastActive = now
-            state.log.addListener(listener)
+            if let group = state.log.addListener(listener) { runner.news.streamsOpened(group, of: self) }
+            // News that came while no stream was open.
+            catchUpOnNews(&state)
             return catchUp(after: lastEventID, &state)
         }
     }
@@ -267,7 +270,7 @@ public final class Session: Sendable {
 
     func unsubscribe(_ listener: any EventListener, now: ContinuousClock.Instant) {
         mutate { state in
-            state.log.removeListener(listener)
+            if let group = state.log.removeListener(listener) { runner.news.streamsClosed(group) }
             state.lastActive = now
         }
     }
@@ -280,7 +283,12 @@ public final class Session: Sendable {
     private func catchUp(after cursor: UInt64?, _ state: inout State) -> ([ServerEvent], UInt64) {
         let lastID = state.log.lastID
         guard let cursor else {
-            return ([ServerEvent(id: lastID, kind: .state, data: EventData.state(state.engine.gestureState))], lastID)
+            let snapshot = ServerEvent(id: lastID, kind: .state, data: EventData.state(state.engine.gestureState))
+            // News the page has not acted on yet comes first, keeping ids in order.
+            if let news = state.log.latestNews, state.announced > state.window.shown ?? .max {
+                return ([news, snapshot], lastID)
+            }
+            return ([snapshot], lastID)
         }
         switch state.log.events(after: cursor) {
         case .events(let events):
@@ -309,7 +317,9 @@ public final class Session: Sendable {
             state.tasks.removeAll()
             if case .running(let task) = state.live { task.cancel() }
             state.live = .idle
-            return state.log.closeAll()
+            let wakeup = state.log.closeAll()
+            for group in wakeup?.groups ?? [] { runner.news.streamsClosed(group) }
+            return wakeup
         }?.fire()
     }
 

@@ -23,7 +23,6 @@ public final class SessionStore: Sendable {
     init(runner: ActionRunner, limits: ServerConfiguration) {
         self.runner = runner
         self.limits = limits
-        runner.news.observe { [weak self] head in self?.announce(head) }
     }
 
     var count: Int { registry.withLock { $0.sessions.count } }
@@ -74,17 +73,6 @@ public final class SessionStore: Sendable {
         }
         for session in expired { session.end() }
         return expired.count
-    }
-
-    /// Tells every session the feed's head moved. Each distinct `news` payload is encoded
-    /// once, and the streams are woken with one task per event loop.
-    func announce(_ head: FeedHead) {
-        let payloads = NewsPayloads(head: head)
-        var wakeups = WakeupBatch()
-        for session in registry.withLock({ Array($0.sessions.values) }) {
-            session.headAdvanced(payloads, wakeups: &wakeups)
-        }
-        wakeups.fire()
     }
 
     /// The keepalive tick for every open stream.
