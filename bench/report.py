@@ -34,6 +34,11 @@ for count in sorted({run["streams"] for run in runs if run["mode"] == "fanout"})
 for count in sorted({run["streams"] for run in runs if run["mode"] == "memory"}):
     ours, nchan = find("ours", "memory", "streams", count), find("nchan", "memory", "streams", count)
     rows.append((f"M memory per idle stream, {count} streams", ours and ours["perStreamKiB"], nchan and nchan["perStreamKiB"], "KiB"))
+for count in sorted({run["streams"] for run in runs if run["mode"] == "news"}):
+    ours, nchan = find("ours", "news", "streams", count), find("nchan", "news", "streams", count)
+    for field, label, unit in (("lastStreamMs", "time to the last stream", "ms"), ("p50us", "per stream p50", "µs"),
+                               ("p99us", "per stream p99", "µs"), ("serverCpuPublishMs", "server CPU per publish", "ms")):
+        rows.append((f"N one publish → news on {count} streams, {label}", ours and ours.get(field), nchan and nchan.get(field), unit))
 
 
 def fmt(value):

@@ -4,6 +4,11 @@
 #
 #   bash bench/run.sh            full run (release build, about 10 minutes)
 #   bash bench/run.sh --smoke    tiny counts, a few seconds, any build: keeps the script alive in CI
+#
+# FIGURES="l1 l2 fanout memory news" picks figures (default: all; the results are then
+# named after them, bench/results/<date>-<figures>.*). SCRATCH_PATH=DIR builds
+# and runs the binaries in DIR (swift build --scratch-path) instead of .build, to stay clear
+# of another build in progress.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,20 +30,23 @@ if ! dpkg -s nginx libnginx-mod-nchan >/dev/null 2>&1; then
 fi
 ulimit -n "$(ulimit -Hn)"
 
-if [ "$configuration" = release ]; then
-    swift build -c release --product refresh-server >/dev/null
-    swift build -c release --product refresh-bench >/dev/null
-else
-    swift build --product refresh-server >/dev/null
-    swift build --product refresh-bench >/dev/null
-fi
-bin=$(swift build -c "$configuration" --show-bin-path)
+build_flags=(-c "$configuration")
+[ -n "${SCRATCH_PATH:-}" ] && build_flags+=(--scratch-path "$SCRATCH_PATH")
+swift build "${build_flags[@]}" --product refresh-server >/dev/null
+swift build "${build_flags[@]}" --product refresh-bench >/dev/null
+bin=$(swift build "${build_flags[@]}" --show-bin-path)
 
 if [ "$smoke" = yes ]; then
     l1_samples=300; l2_counts="5"; l2_seconds=2; fan_counts="20"; fan_rounds=2; memory_counts="20"
+    news_counts="200"; news_rounds=2
     out=$(mktemp -d)
 else
     l1_samples=10000; l2_counts="100 1000"; l2_seconds=20; fan_counts="1000 10000"; fan_rounds=5; memory_counts="1000 10000"
+    news_counts="1000 10000"; news_rounds=5
+    # 10,000 streams take as many descriptors in the client and in the server.
+    if [ "$(ulimit -n)" -lt 10100 ]; then
+        echo "the open-file limit is $(ulimit -n) (hard limit $(ulimit -Hn)); 10,000 streams need about 10,100" >&2
+    fi
     out=bench/results
     mkdir -p "$out"
 fi
@@ -67,7 +75,7 @@ start() {
         ours)
             "$bin/refresh-server" --port "$port" --database :memory: --max-samples-per-second 1000000000 \
                 --max-sessions-per-client 100000 --max-streams-per-client 100000 \
-                --max-sessions 30000 --min-refresh-ms 0 --log-level warning --public Public >"$work/ours.log" 2>&1 &
+                --max-sessions 30000 --max-streams 100000 --min-refresh-ms 0 --log-level warning --public Public >"$work/ours.log" 2>&1 &
             ;;
         nchan)
             mkdir -p "$work/nginx"
@@ -97,7 +105,7 @@ measure() { # TARGET MODE [flags…]
         python3 -c 'import json,sys; d=json.load(sys.stdin); d["kind"]=sys.argv[1]; d["args"]=sys.argv[2]; print(json.dumps(d))' "$target" "$*" >>"$lines"
 }
 
-figures=" ${FIGURES:-l1 l2 fanout memory} "
+figures=" ${FIGURES:-l1 l2 fanout memory news} "
 for target in ours nchan; do
     echo "== $target" >&2
     # Fresh servers for each figure so one measurement's leftovers do not weigh on the next.
@@ -119,9 +127,16 @@ for target in ours nchan; do
             start "$target"; measure "$target" memory --count "$count"; stop
         done
     fi
+    if [[ $figures == *" news "* ]]; then
+        for count in $news_counts; do
+            start "$target"; measure "$target" news --count "$count" --rounds "$news_rounds"; stop
+        done
+    fi
 done
 
 stamp=$(date -u +%Y-%m-%d)
+# A run of some figures only is named after them, so it leaves the day's full run alone.
+[ -n "${FIGURES:-}" ] && stamp="$stamp-$(echo $FIGURES | tr ' ' '-')"
 [ "$smoke" = yes ] && stamp="$stamp-smoke"
 python3 bench/report.py "$lines" "$out/$stamp.json" "$out/$stamp.md" "$configuration"
 if [ "$smoke" = no ]; then

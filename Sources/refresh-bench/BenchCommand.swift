@@ -23,16 +23,19 @@ struct BenchCommand: AsyncParsableCommand {
         case fanout
         /// Server RSS with N idle streams.
         case memory
+        /// One publish → `news` on N streams, each of its own session (nchan: N subscribers
+        /// of one channel).
+        case news
     }
 
     @Option(help: "Server kind: ours or nchan.") var target: Kind = .ours
     @Option(help: "Host of the server.") var host = "127.0.0.1"
     @Option(help: "Port of the server.") var port = 8080
-    @Option(help: "What to measure: l1, l2, fanout, memory.") var mode: Mode = .l1
+    @Option(help: "What to measure: l1, l2, fanout, memory, news.") var mode: Mode = .l1
     @Option(help: "Samples for l1.") var samples = 10_000
-    @Option(help: "Channels (l2) or streams (fanout, memory).") var count = 100
+    @Option(help: "Channels (l2) or streams (fanout, memory, news).") var count = 100
     @Option(help: "Seconds of dragging for l2.") var seconds = 20.0
-    @Option(help: "Batches for fanout.") var rounds = 5
+    @Option(help: "Batches for fanout, publishes for news.") var rounds = 5
     @Option(help: "PID of the server, to read its CPU time and memory.") var serverPid: Int?
 
     func run() async throws {
@@ -45,6 +48,7 @@ struct BenchCommand: AsyncParsableCommand {
         case .l2: try await manyDragging(server, into: &result)
         case .fanout: try await fanOut(server, into: &result)
         case .memory: try await memory(server, into: &result)
+        case .news: try await news(server, into: &result)
         }
         if let cpuBefore, let cpuAfter = serverPid.flatMap(Self.cpuSeconds) {
             let wall = Self.seconds(ContinuousClock.now - started)
@@ -198,8 +202,15 @@ struct BenchCommand: AsyncParsableCommand {
         result["lastStreamMsEach"] = lastTimes
     }
 
-    /// Opens `count` watched streams, a few hundred at a time, and waits until all are live.
-    private func openStreams(count: Int, board: ArrivalBoard, token: [UInt8], server: any Target, channel: @escaping @Sendable (Int) -> String) async throws -> [any Channel] {
+    /// Opens `count` watched streams, a few hundred at a time, and waits until all are live:
+    /// until each has read `readyTokens[0]` (by default the server's sign of a live
+    /// subscription), or `timeout` runs out. The later ready tokens are stages the caller
+    /// waits for itself.
+    private func openStreams(
+        count: Int, board: ArrivalBoard, readyTokens: [[UInt8]]? = nil, token: [UInt8], server: any Target,
+        timeout: Duration? = nil, channel: @escaping @Sendable (Int) -> String
+    ) async throws -> [any Channel] {
+        let readyTokens = readyTokens ?? [server.subscribedToken]
         let (host, port) = (self.host, self.port)
         var streams: [any Channel] = []
         for batchStart in stride(from: 0, to: count, by: 200) {
@@ -208,7 +219,7 @@ struct BenchCommand: AsyncParsableCommand {
                     group.addTask {
                         try await StreamWatcher.open(
                             host: host, port: port, request: server.subscribe(channel(index)),
-                            readyToken: server.subscribedToken, token: token, board: board)
+                            readyTokens: readyTokens, token: token, board: board)
                     }
                 }
                 var opened: [any Channel] = []
@@ -217,8 +228,178 @@ struct BenchCommand: AsyncParsableCommand {
             }
             streams += batch
         }
-        await board.waitReady(count)
+        guard await board.waitReady(count, timeout: timeout) else {
+            for stream in streams { stream.close(promise: nil) }
+            throw BenchError("only \(board.readyCount()) of \(count) streams went live within \(timeout ?? .zero); the server turns streams away beyond its limits (--max-streams, --max-streams-per-client)")
+        }
         return streams
+    }
+
+    // MARK: - News
+
+    /// N streams, each of a session that shows a first page (nchan: N subscribers of one
+    /// channel); one publish per round, timed until every stream has read its news. Setup is
+    /// not measured but bounded: a few connections at once, and every stage has a deadline.
+    private func news(_ server: any Target, into result: inout [String: Any]) async throws {
+        let (count, rounds, host, port) = (self.count, self.rounds, self.host, self.port)
+        guard count > 0, rounds > 0 else { throw BenchError("news needs --count and --rounds of at least 1") }
+        let setupLimit = Duration.seconds(30) + .milliseconds(10 * Int64(count))
+        let roundLimit = Duration.seconds(30)
+        let lanes = 32
+        let clock = ContinuousClock()
+        var stage = clock.now
+        func setupTime() -> Double {
+            defer { stage = clock.now }
+            return Self.seconds(clock.now - stage)
+        }
+
+        let channels: [String]
+        if server.newsChannelPerStream {
+            channels = try await Self.withTimeout(setupLimit, "making \(count) sessions") {
+                try await Self.overConnections(count: count, lanes: lanes, host: host, port: port) { control, index in
+                    try await server.makeChannel(on: control, index: index)
+                }
+            }
+        } else {
+            channels = try await Connection.with(host: host, port: port) { [try await server.makeChannel(on: $0, index: 0)] }
+        }
+        result["setupChannelsSeconds"] = setupTime()
+
+        let board = ArrivalBoard()
+        let readyTokens = [server.subscribedToken] + (server.firstPageToken.map { [$0] } ?? [])
+        let streams = try await openStreams(
+            count: count, board: board, readyTokens: readyTokens, token: server.newsToken, server: server,
+            timeout: setupLimit
+        ) { channels[$0 % channels.count] }
+        defer { for stream in streams { stream.close(promise: nil) } }
+        result["setupStreamsSeconds"] = setupTime()
+
+        if server.firstPageToken != nil {
+            _ = try await Self.withTimeout(setupLimit, "asking \(count) sessions for a first page") {
+                try await Self.overConnections(count: channels.count, lanes: lanes, host: host, port: port) { control, index in
+                    guard let request = server.showFirstPage(channels[index]) else { return 0 }
+                    try await control.send(request)
+                    let (status, body) = try await control.response()
+                    guard (200..<300).contains(status) else { throw BenchError("asking for a first page answered \(status): \(body.prefix(200))") }
+                    return status
+                }
+            }
+            guard await board.waitReady(count, stage: 1, timeout: setupLimit) else {
+                throw BenchError("only \(board.readyCount(stage: 1)) of \(count) streams showed a first page within \(setupLimit)")
+            }
+            result["setupFirstPageSeconds"] = setupTime()
+        }
+        try await Task.sleep(for: .milliseconds(500))
+
+        let probe = CPUProbe(pid: serverPid)
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        let done = try await Self.withTimeout((roundLimit + .seconds(1)) * rounds, "\(rounds) publishes") {
+            try await Connection.with(host: host, port: port) { control in
+                var done: [NewsRound] = []
+                for round in 0..<rounds {
+                    // The server's CPU for one publish: read just before it is sent, and again
+                    // once every stream has read its news and the publish has been answered.
+                    let cpuAtStart = probe?.read()
+                    let sent = ArrivalBoard.now()
+                    try await control.send(server.news(channels[0], round: round, tag: tag))
+                    let (status, body) = try await control.response()
+                    let answered = ArrivalBoard.now()
+                    guard (200..<300).contains(status) else { throw BenchError("publishing answered \(status): \(body.prefix(200))") }
+                    let arrivals = await board.takeArrivals(count, timeout: roundLimit)
+                    let cpuAtEnd = probe?.read()
+                    guard arrivals.count == count else {
+                        throw BenchError("publish \(round): \(arrivals.count) of \(count) streams read the news within \(roundLimit)")
+                    }
+                    let microseconds = arrivals.map { ($0 - min($0, sent)) / 1000 }
+                    done.append(NewsRound(
+                        microseconds: microseconds,
+                        firstMs: Double(microseconds.min() ?? 0) / 1000,
+                        lastMs: Double((arrivals.max() ?? sent) - sent) / 1_000_000,
+                        answeredMs: Double(answered - sent) / 1_000_000,
+                        cpuMs: cpuAtStart.flatMap { start in cpuAtEnd.map { Double($0.since(start)) / 1_000_000 } }))
+                    try await Task.sleep(for: .milliseconds(300))
+                }
+                return done
+            }
+        }
+        var perStream = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
+        var p50s: [UInt64] = []
+        var p99s: [UInt64] = []
+        for round in done {
+            var histogram = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
+            for value in round.microseconds { _ = histogram.record(value) }
+            perStream.add(histogram)
+            p50s.append(histogram.valueAtPercentile(50))
+            p99s.append(histogram.valueAtPercentile(99))
+        }
+        Self.summarize(perStream, into: &result)
+        result["streams"] = count
+        result["rounds"] = rounds
+        result["lastStreamMs"] = Self.median(done.map(\.lastMs))
+        result["lastStreamMsEach"] = done.map(\.lastMs)
+        result["firstStreamMsEach"] = done.map(\.firstMs)
+        result["publishAnsweredMsEach"] = done.map(\.answeredMs)
+        result["p50usEach"] = p50s
+        result["p99usEach"] = p99s
+        let cpuTimes = done.compactMap(\.cpuMs)
+        if let probe, cpuTimes.count == rounds {
+            result["serverCpuPublishMs"] = Self.median(cpuTimes)
+            result["serverCpuPublishMsEach"] = cpuTimes
+            result["serverCpuClock"] = probe.clock.rawValue
+        }
+    }
+
+    /// One publish of the news mode: each stream's latency, the time to the first and the
+    /// last stream and to the publish's answer, and the server's CPU for it.
+    private struct NewsRound: Sendable {
+        var microseconds: [UInt64]
+        var firstMs: Double
+        var lastMs: Double
+        var answeredMs: Double
+        var cpuMs: Double?
+    }
+
+    /// Runs `each` for indexes 0..<count over `lanes` connections at once, each connection
+    /// taking every `lanes`-th index in turn; answers the results in index order.
+    private static func overConnections<Value: Sendable>(
+        count: Int, lanes: Int, host: String, port: Int,
+        _ each: @escaping @Sendable (Connection, Int) async throws -> Value
+    ) async throws -> [Value] {
+        try await withThrowingTaskGroup(of: [(Int, Value)].self) { group in
+            for lane in 0..<min(lanes, count) {
+                group.addTask {
+                    try await Connection.with(host: host, port: port) { control in
+                        var done: [(Int, Value)] = []
+                        for index in stride(from: lane, to: count, by: lanes) { done.append((index, try await each(control, index))) }
+                        return done
+                    }
+                }
+            }
+            var values: [Value?] = Array(repeating: nil, count: count)
+            for try await done in group { for (index, value) in done { values[index] = value } }
+            return values.map { $0! }
+        }
+    }
+
+    /// Runs `body`, or throws once `limit` has passed (cancelling it).
+    static func withTimeout<Value: Sendable>(
+        _ limit: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        try await withThrowingTaskGroup(of: Value?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else { throw BenchError("\(what) took longer than \(limit)") }
+            return value
+        }
+    }
+
+    /// The middle value (the upper one of an even count); `values` must not be empty.
+    static func median(_ values: [Double]) -> Double {
+        values.sorted()[values.count / 2]
     }
 
     // MARK: - Memory

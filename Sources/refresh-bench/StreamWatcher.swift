@@ -2,26 +2,39 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// Counts, for many streams at once, when each sees its subscription go live and when each
-/// sees the awaited token. Watching happens on the event loop as bytes arrive: no task per
-/// stream, no hop, so thousands of streams cost the client little and stamp arrival times
-/// exactly.
+/// Counts, for many streams at once, when each passes the stages of its setup (its
+/// subscription going live, then whatever else a mode waits for) and when each sees the
+/// awaited token. Watching happens on the event loop as bytes arrive: no task per stream,
+/// no hop, so thousands of streams cost the client little and stamp arrival times exactly.
 final class ArrivalBoard: Sendable {
+    private struct Waiter {
+        let id: UInt64
+        /// The stage waited for; unused by the arrival waiter.
+        let stage: Int
+        let target: Int
+        let continuation: CheckedContinuation<Bool, Never>
+    }
+
     private struct State {
-        var ready = 0
+        /// Streams that have passed each stage of their setup.
+        var ready: [Int] = []
         var arrivals: [UInt64] = []
-        var readyWaiter: (Int, CheckedContinuation<Void, Never>)?
-        var arrivalWaiter: (Int, CheckedContinuation<Void, Never>)?
+        var readyWaiter: Waiter?
+        var arrivalWaiter: Waiter?
+        var nextWaiter: UInt64 = 0
+
+        func readyCount(_ stage: Int) -> Int { stage < ready.count ? ready[stage] : 0 }
     }
 
     private let state = Mutex(State())
 
-    func markReady() {
+    func markReady(stage: Int = 0) {
         state.withLock { state in
-            state.ready += 1
-            if let (target, waiter) = state.readyWaiter, state.ready >= target {
+            while state.ready.count <= stage { state.ready.append(0) }
+            state.ready[stage] += 1
+            if let waiter = state.readyWaiter, waiter.stage == stage, state.ready[stage] >= waiter.target {
                 state.readyWaiter = nil
-                waiter.resume()
+                waiter.continuation.resume(returning: true)
             }
         }
     }
@@ -29,27 +42,33 @@ final class ArrivalBoard: Sendable {
     func markArrival(_ nanoseconds: UInt64) {
         state.withLock { state in
             state.arrivals.append(nanoseconds)
-            if let (target, waiter) = state.arrivalWaiter, state.arrivals.count >= target {
+            if let waiter = state.arrivalWaiter, state.arrivals.count >= waiter.target {
                 state.arrivalWaiter = nil
-                waiter.resume()
+                waiter.continuation.resume(returning: true)
             }
         }
     }
 
-    func waitReady(_ count: Int) async {
-        await withCheckedContinuation { continuation in
-            state.withLock { state in
-                if state.ready >= count { continuation.resume() } else { state.readyWaiter = (count, continuation) }
-            }
+    /// Streams that have passed `stage` so far.
+    func readyCount(stage: Int = 0) -> Int { state.withLock { $0.readyCount(stage) } }
+
+    /// Waits until `count` streams have passed `stage`; false if `timeout` ran out first.
+    @discardableResult
+    func waitReady(_ count: Int, stage: Int = 0, timeout: Duration? = nil) async -> Bool {
+        await wait(timeout: timeout, slot: \.readyWaiter) { state, id, continuation in
+            if state.readyCount(stage) >= count { return true }
+            state.readyWaiter = Waiter(id: id, stage: stage, target: count, continuation: continuation)
+            return false
         }
     }
 
-    /// Waits for `count` arrivals in total, then hands them over and starts afresh.
-    func takeArrivals(_ count: Int) async -> [UInt64] {
-        await withCheckedContinuation { continuation in
-            state.withLock { state in
-                if state.arrivals.count >= count { continuation.resume() } else { state.arrivalWaiter = (count, continuation) }
-            }
+    /// Waits for `count` arrivals in total, then hands them over and starts afresh. When
+    /// `timeout` runs out first, hands over the fewer that came.
+    func takeArrivals(_ count: Int, timeout: Duration? = nil) async -> [UInt64] {
+        _ = await wait(timeout: timeout, slot: \.arrivalWaiter) { state, id, continuation in
+            if state.arrivals.count >= count { return true }
+            state.arrivalWaiter = Waiter(id: id, stage: 0, target: count, continuation: continuation)
+            return false
         }
         return state.withLock { state in
             defer { state.arrivals.removeAll(keepingCapacity: true) }
@@ -57,21 +76,51 @@ final class ArrivalBoard: Sendable {
         }
     }
 
+    /// Parks the caller in `slot` unless `park` finds the wait already over; a timer takes
+    /// it out again, answering false, if it is still there when `timeout` runs out.
+    private func wait(
+        timeout: Duration?, slot: WritableKeyPath<State, Waiter?> & Sendable,
+        _ park: (inout State, UInt64, CheckedContinuation<Bool, Never>) -> Bool
+    ) async -> Bool {
+        var timer: Task<Void, Never>?
+        defer { timer?.cancel() }
+        return await withCheckedContinuation { continuation in
+            let parked = state.withLock { state -> UInt64? in
+                state.nextWaiter += 1
+                let id = state.nextWaiter
+                return park(&state, id, continuation) ? nil : id
+            }
+            guard let id = parked else { return continuation.resume(returning: true) }
+            guard let timeout else { return }
+            timer = Task { [self] in
+                try? await Task.sleep(for: timeout)
+                let expired = state.withLock { state -> Waiter? in
+                    guard let waiter = state[keyPath: slot], waiter.id == id else { return nil }
+                    state[keyPath: slot] = nil
+                    return waiter
+                }
+                expired?.continuation.resume(returning: false)
+            }
+        }
+    }
+
     static func now() -> UInt64 { NIODeadline.now().uptimeNanoseconds }
 }
 
-/// Scans one stream's bytes for the "subscribed" token once, then for every arrival token.
+/// Scans one stream's bytes for the tokens of its setup stages, each once and in order (the
+/// first shows the subscription is live), then for every arrival token.
 final class StreamWatcher: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
-    private let readyToken: [UInt8]
+    private let readyTokens: [[UInt8]]
     private let token: [UInt8]
     private let board: ArrivalBoard
-    private var ready = false
+    /// Setup stages passed so far.
+    private var stage = 0
     private var window: [UInt8] = []
 
-    init(readyToken: [UInt8], token: [UInt8], board: ArrivalBoard) {
-        self.readyToken = readyToken
+    init(readyTokens: [[UInt8]], token: [UInt8], board: ArrivalBoard) {
+        self.readyTokens = readyTokens
         self.token = token
         self.board = board
     }
@@ -79,14 +128,15 @@ final class StreamWatcher: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         window.append(contentsOf: buffer.readableBytesView)
-        if !ready {
+        while stage < readyTokens.count {
+            let readyToken = readyTokens[stage]
             guard let offset = window.withUnsafeBytes({ byteOffset(of: readyToken, in: $0) }) else {
                 trim(readyToken.count)
                 return
             }
-            ready = true
             window.removeSubrange(..<(offset + readyToken.count))
-            board.markReady()
+            board.markReady(stage: stage)
+            stage += 1
         }
         var searchFrom = 0
         while let offset = window.withUnsafeBytes({ byteOffset(of: token, in: UnsafeRawBufferPointer(rebasing: $0[searchFrom...])) }) {
@@ -102,12 +152,12 @@ final class StreamWatcher: ChannelInboundHandler {
         if window.count > length { window.removeFirst(window.count - length + 1) }
     }
 
-    static func open(host: String, port: Int, request: ByteBuffer, readyToken: [UInt8], token: [UInt8], board: ArrivalBoard) async throws -> Channel {
+    static func open(host: String, port: Int, request: ByteBuffer, readyTokens: [[UInt8]], token: [UInt8], board: ArrivalBoard) async throws -> Channel {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(StreamWatcher(readyToken: readyToken, token: token, board: board))
+                    try channel.pipeline.syncOperations.addHandler(StreamWatcher(readyTokens: readyTokens, token: token, board: board))
                 }
             }
             .connect(host: host, port: port).get()

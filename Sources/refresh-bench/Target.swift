@@ -15,6 +15,18 @@ protocol Target: Sendable {
     var fanOutToken: [UInt8] { get }
     /// Bytes that show a new subscription is live.
     var subscribedToken: [UInt8] { get }
+    /// News: whether every stream has a channel of its own (ours: a session per page) or all
+    /// streams subscribe to one (nchan).
+    var newsChannelPerStream: Bool { get }
+    /// News: the request that brings a subscribed channel to where it hears news (ours: a
+    /// load-more, so the page shows a first page), or nil when subscribing is enough.
+    func showFirstPage(_ channel: String) -> ByteBuffer?
+    /// News: bytes on the stream that show the channel got there.
+    var firstPageToken: [UInt8]? { get }
+    /// News: one publish every subscriber hears of. `tag` keeps item ids unique per run.
+    func news(_ channel: String, round: Int, tag: String) -> ByteBuffer
+    /// News: bytes that appear once in what a subscriber reads of one publish.
+    var newsToken: [UInt8] { get }
 }
 
 /// A batch the size of a refresh page: 20 items of about 200 bytes.
@@ -24,6 +36,10 @@ func itemBatch(round: Int) -> String {
     }
     return #"{"items":[\#(items.joined(separator: ","))]}"#
 }
+
+/// The one item a news round publishes.
+func newsItemID(round: Int, tag: String) -> String { "news-\(tag)-\(round)" }
+func newsTitle(round: Int) -> String { "Benchmark news, round \(round)" }
 
 struct OurServer: Target {
     let host: String
@@ -56,6 +72,22 @@ struct OurServer: Target {
 
     var fanOutToken: [UInt8] { Array("event: items".utf8) }
     var subscribedToken: [UInt8] { Array("event: state".utf8) }
+
+    var newsChannelPerStream: Bool { true }
+
+    func showFirstPage(_ channel: String) -> ByteBuffer? {
+        Connection.request("POST", "/api/sessions/\(channel)/load-more", host: host, body: "")
+    }
+
+    /// The load-more's `done`, completed: a session hears of news only once its page shows a
+    /// first page.
+    var firstPageToken: [UInt8]? { Array(#""kind":"loadMore","outcome":"completed""#.utf8) }
+
+    func news(_ channel: String, round: Int, tag: String) -> ByteBuffer {
+        Connection.request("POST", "/api/items", host: host, body: #"{"items":[{"id":"\#(newsItemID(round: round, tag: tag))","title":"\#(newsTitle(round: round))"}]}"#)
+    }
+
+    var newsToken: [UInt8] { Array("event: news".utf8) }
 }
 
 /// nginx with nchan: `/pub/ID` publishes, `/sub/ID` is an EventSource subscriber.
@@ -83,4 +115,16 @@ struct Nchan: Target {
 
     var fanOutToken: [UInt8] { Array(#"{"items":["#.utf8) }
     var subscribedToken: [UInt8] { Array("\r\n\r\n".utf8) }
+
+    var newsChannelPerStream: Bool { false }
+    func showFirstPage(_ channel: String) -> ByteBuffer? { nil }
+    var firstPageToken: [UInt8]? { nil }
+
+    /// A message shaped like our `news` event's data, so both servers carry the same bytes.
+    func news(_ channel: String, round: Int, tag: String) -> ByteBuffer {
+        let body = #"{"count":1,"newest":{"id":"\#(newsItemID(round: round, tag: tag))","title":"\#(newsTitle(round: round))","published":"2026-11-22T08:00:00.000Z"},"head":\#(round + 1)}"#
+        return Connection.request("POST", "/pub/\(channel)", host: host, body: body)
+    }
+
+    var newsToken: [UInt8] { Array(#"{"count":"#.utf8) }
 }
