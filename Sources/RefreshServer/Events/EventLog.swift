@@ -106,11 +106,6 @@ struct EventLog: Sendable {
         return listeners.wakeup(.news)
     }
 
-    /// Forgets that events were appended: the caller wakes the streams itself.
-    mutating func announcedByCaller() {
-        unannounced = false
-    }
-
     /// Wakes every stream with nothing new: the keepalive tick.
     func tick() -> Wakeup? {
         listeners.wakeup(.tick)

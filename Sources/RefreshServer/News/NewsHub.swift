@@ -9,8 +9,9 @@ import Synchronization
 /// paths is told once.
 ///
 /// A move is one task per event loop. In it, each session with a stream on that loop
-/// appends its `news` (encoded once per position shown, in that task) and its streams write
-/// at once: the loops work in parallel, and nothing is queued per session. A session with
+/// appends its `news` (encoded once per position shown, in that task) and its streams there
+/// write at once: the loops work in parallel, and nothing is queued per session (only a
+/// session with streams on several loops queues a wake-up for the others). A session with
 /// no open stream is told when a stream opens.
 public final class NewsHub: Sendable {
     private struct State {
@@ -76,7 +77,7 @@ public final class NewsHub: Sendable {
             state.loops[key] = streams
             return streams
         }
-        streams.members.withLock { $0[ObjectIdentifier(group)] = (group, session) }
+        streams.members.withLock { $0[ObjectIdentifier(group)] = session }
     }
 
     /// The last of them closed.
@@ -86,10 +87,10 @@ public final class NewsHub: Sendable {
     }
 }
 
-/// The sessions with streams on one event loop, each with its group of streams there.
+/// The sessions with streams on one event loop, by their group of streams there.
 private final class LoopStreams: Sendable {
     let loop: any EventLoop
-    let members = Mutex<[ObjectIdentifier: (group: LoopListeners, session: Session)]>([:])
+    let members = Mutex<[ObjectIdentifier: Session]>([:])
 
     init(loop: any EventLoop) {
         self.loop = loop
@@ -98,9 +99,8 @@ private final class LoopStreams: Sendable {
     /// On `loop`: every session appends its news, and its streams here write it.
     func announce(_ head: FeedHead) {
         let payloads = NewsPayloads(head: head)
-        for (group, session) in members.withLock({ Array($0.values) }) {
+        for session in members.withLock({ Array($0.values) }) {
             session.headAdvanced(payloads)
-            group.wakeMembers(.news)
         }
     }
 }

@@ -184,13 +184,10 @@ public final class Session: Sendable {
     // MARK: - News
 
     /// The feed's head moved: the page is told, or, live and at rest at the top, given the
-    /// new items. On an event loop the session has streams on; the caller wakes the
-    /// session's streams on every loop it has them on, so no wake-up is queued here.
+    /// new items. Called on an event loop the session has streams on, whose streams then
+    /// write at once; a session with nothing to tell wakes none.
     func headAdvanced(_ payloads: NewsPayloads) {
-        state.withLock { state in
-            announce(payloads.head, payload: payloads.data(shown:), &state)
-            state.log.announcedByCaller()
-        }
+        mutate { state in announce(payloads.head, payload: payloads.data(shown:), &state) }
     }
 
     /// Tells the page of the newest head if it shows less.
