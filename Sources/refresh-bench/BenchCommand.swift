@@ -69,7 +69,7 @@ struct BenchCommand: AsyncParsableCommand {
         var cpuAtStart: CPUReading?
         var cpuAtEnd: CPUReading?
         try await Connection.with(host: host, port: port) { control in
-            let channel = try await server.makeChannel(on: control, index: 0)
+            let channel = try await server.makeChannel(on: control, index: 0, hearsNews: true)
             try await Connection.with(host: host, port: port) { stream in
                 try await stream.send(server.subscribe(channel))
                 try await Self.settle(server, channel: channel, control: control, stream: stream)
@@ -123,7 +123,7 @@ struct BenchCommand: AsyncParsableCommand {
                     var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
                     do {
                         try await Connection.with(host: host, port: port) { control in
-                            let channel = try await server.makeChannel(on: control, index: index)
+                            let channel = try await server.makeChannel(on: control, index: index, hearsNews: true)
                             try await Connection.with(host: host, port: port) { stream in
                                 try await stream.send(server.subscribe(channel))
                                 try await Self.settle(server, channel: channel, control: control, stream: stream)
@@ -179,7 +179,7 @@ struct BenchCommand: AsyncParsableCommand {
         var lastTimes: [Double] = []
         let board = ArrivalBoard()
         try await Connection.with(host: host, port: port) { control in
-            let channel = try await server.makeChannel(on: control, index: 0)
+            let channel = try await server.makeChannel(on: control, index: 0, hearsNews: false)
             let streams = try await openStreams(count: count, board: board, token: server.fanOutToken, server: server) { _ in channel }
             defer { for stream in streams { stream.close(promise: nil) } }
             try await Task.sleep(for: .milliseconds(500))
@@ -257,11 +257,11 @@ struct BenchCommand: AsyncParsableCommand {
         if server.newsChannelPerStream {
             channels = try await Self.withTimeout(setupLimit, "making \(count) sessions") {
                 try await Self.overConnections(count: count, lanes: lanes, host: host, port: port) { control, index in
-                    try await server.makeChannel(on: control, index: index)
+                    try await server.makeChannel(on: control, index: index, hearsNews: true)
                 }
             }
         } else {
-            channels = try await Connection.with(host: host, port: port) { [try await server.makeChannel(on: $0, index: 0)] }
+            channels = try await Connection.with(host: host, port: port) { [try await server.makeChannel(on: $0, index: 0, hearsNews: true)] }
         }
         result["setupChannelsSeconds"] = setupTime()
 
@@ -409,7 +409,7 @@ struct BenchCommand: AsyncParsableCommand {
         let before = Self.rssKiB(pid)
         let channels = try await Connection.with(host: host, port: port) { control in
             var channels: [String] = []
-            for index in 0..<count { channels.append(try await server.makeChannel(on: control, index: index)) }
+            for index in 0..<count { channels.append(try await server.makeChannel(on: control, index: index, hearsNews: true)) }
             return channels
         }
         let board = ArrivalBoard()

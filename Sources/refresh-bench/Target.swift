@@ -4,8 +4,9 @@ import NIOCore
 /// published on. The measuring code is the same for both.
 protocol Target: Sendable {
     var name: String { get }
-    /// Makes a channel (a session, an nchan channel); answers its id.
-    func makeChannel(on connection: Connection, index: Int) async throws -> String
+    /// Makes a channel (a session, an nchan channel); answers its id. `hearsNews`: whether a
+    /// session is told of published items (F measures the refresh's items alone).
+    func makeChannel(on connection: Connection, index: Int, hearsNews: Bool) async throws -> String
     func subscribe(_ channel: String) -> ByteBuffer
     func publish(_ channel: String, seq: Int) -> ByteBuffer
     /// Bytes that appear in the event carrying `seq`, and nowhere before it.
@@ -45,8 +46,9 @@ struct OurServer: Target {
     let host: String
     var name: String { "swift-pull-to-refresh" }
 
-    func makeChannel(on connection: Connection, index: Int) async throws -> String {
-        try await connection.send(Connection.request("POST", "/api/sessions", host: host, body: "{}"))
+    func makeChannel(on connection: Connection, index: Int, hearsNews: Bool) async throws -> String {
+        let body = hearsNews ? "{}" : #"{"config":{"news":"off"}}"#
+        try await connection.send(Connection.request("POST", "/api/sessions", host: host, body: body))
         let (status, body) = try await connection.response()
         guard status == 201, let start = body.range(of: #""id":""#), let end = body[start.upperBound...].firstIndex(of: "\"") else {
             throw BenchError("creating a session answered \(status): \(body.prefix(200))")
@@ -95,7 +97,7 @@ struct Nchan: Target {
     let host: String
     var name: String { "nginx + nchan" }
 
-    func makeChannel(on connection: Connection, index: Int) async throws -> String {
+    func makeChannel(on connection: Connection, index: Int, hearsNews: Bool) async throws -> String {
         "bench\(UInt32.random(in: 0...UInt32.max))x\(index)"
     }
 
