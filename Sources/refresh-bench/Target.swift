@@ -47,8 +47,8 @@ struct OurServer: Target {
     var name: String { "swift-pull-to-refresh" }
 
     func makeChannel(on connection: Connection, index: Int, hearsNews: Bool) async throws -> String {
-        let body = hearsNews ? "{}" : #"{"config":{"news":"off"}}"#
-        try await connection.send(Connection.request("POST", "/api/sessions", host: host, body: body))
+        let config = hearsNews ? "{}" : #"{"config":{"news":"off"}}"#
+        try await connection.send(Connection.request("POST", "/api/sessions", host: host, body: config))
         let (status, body) = try await connection.response()
         guard status == 201, let start = body.range(of: #""id":""#), let end = body[start.upperBound...].firstIndex(of: "\"") else {
             throw BenchError("creating a session answered \(status): \(body.prefix(200))")
