@@ -122,6 +122,27 @@ public struct RefreshConfig: Sendable, Equatable, Codable {
     }
 }
 
+extension RefreshConfig {
+    private enum CodingKeys: String, CodingKey {
+        case top, bottom, rotation, prefetch, prefetchDistance, baseline, rubberBand, news
+    }
+
+    /// `news` came later than the other fields: a configuration stored before it decodes
+    /// with the default, `badge`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            top: try container.decode(Edge.self, forKey: .top),
+            bottom: try container.decode(Edge.self, forKey: .bottom),
+            rotation: try container.decode(Bool.self, forKey: .rotation),
+            prefetch: try container.decode(Bool.self, forKey: .prefetch),
+            prefetchDistance: try container.decode(Double.self, forKey: .prefetchDistance),
+            baseline: try container.decode(Baseline.self, forKey: .baseline),
+            rubberBand: try container.decode(RubberBand.self, forKey: .rubberBand),
+            news: try container.decodeIfPresent(NewsMode.self, forKey: .news) ?? .badge)
+    }
+}
+
 extension RefreshConfig.Labels {
     public static let top = Self(pull: "Pull to refresh", release: "Release to refresh", active: "Refreshing…")
     public static let bottom = Self(pull: "Pull up to load more", release: "Release to load more", active: "Loading…")

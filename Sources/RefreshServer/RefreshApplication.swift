@@ -62,7 +62,7 @@ public enum RefreshApplication {
         let server = HTTPServer(
             host: configuration.host, port: configuration.port, group: group, maxHeadBytes: configuration.maxHeadBytes,
             steerByClient: configuration.steerByClient, logger: logger, makeHandler: { ConnectionHandler(routes: routes) }, onServerRunning: onServerRunning)
-        let maintenance = SessionMaintenance(sessions: sessions, keepaliveInterval: configuration.keepaliveInterval)
+        let maintenance = SessionMaintenance(sessions: sessions, news: news, feed: feed, keepaliveInterval: configuration.keepaliveInterval)
         return ServiceGroup(configuration: .init(services: [maintenance, server], logger: logger))
     }
 

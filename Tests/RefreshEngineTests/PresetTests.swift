@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import RefreshEngine
 
@@ -58,6 +59,17 @@ import Testing
 }
 
 @Suite struct ConfigTests {
+    @Test func aConfigStoredBeforeNewsExistedDecodesWithTheBadge() throws {
+        let config = try Preset.standard.config.applying(.init(news: .live))
+        let encoded = try JSONEncoder().encode(config)
+        #expect(try JSONDecoder().decode(RefreshConfig.self, from: encoded) == config)
+        var fields = try #require(try JSONSerialization.jsonObject(with: encoded) as? [String: Any])
+        fields["news"] = nil
+        let older = try JSONDecoder().decode(RefreshConfig.self, from: try JSONSerialization.data(withJSONObject: fields))
+        #expect(older.news == .badge)
+        #expect(older.top == config.top)
+    }
+
     @Test func overridesReplaceOnlyTheFieldsGiven() throws {
         let overrides = RefreshConfig.Overrides(
             top: .init(threshold: 100, labels: .init(pull: "Tirer")), prefetch: false, rubberBand: .init(maxPull: 500))

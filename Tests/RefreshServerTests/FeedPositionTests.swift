@@ -53,6 +53,11 @@ enum Store: String, CaseIterable, CustomTestStringConvertible, Sendable {
         #expect(capped.hasMore)
         #expect(try await feed.added(after: 9, limit: 10).items.isEmpty)
         #expect(try await feed.older(than: nil, limit: 1).head == 4, "every page says the head it was read at")
+        let throughThree = try await feed.older(than: nil, through: 3, limit: 10)
+        #expect(throughThree.items.map(\.id) == ["item-0", "item-1", "item-2"], "paging stops at the head it started from")
+        #expect(!throughThree.hasMore)
+        let rest = try await feed.older(than: FeedCursor(published: first[1].published, id: first[1].id), through: 3, limit: 10)
+        #expect(rest.items.map(\.id) == ["item-2"])
     }
 
     @Test(arguments: Store.allCases)
@@ -88,7 +93,9 @@ enum Store: String, CaseIterable, CustomTestStringConvertible, Sendable {
             group.addTask {
                 var seen: [String] = []
                 var position: FeedPosition = 0
+                let deadline = ContinuousClock.now + .seconds(60)
                 while seen.count < writers * perWriter {
+                    guard ContinuousClock.now < deadline else { throw TestFailure("saw \(seen.count) items: one stayed hidden") }
                     let page = try await feed.added(after: position, limit: 10_000)
                     #expect(page.items.count == Int(page.head - position), "dense: \(page.head) − \(position)")
                     seen += page.items.map(\.id)

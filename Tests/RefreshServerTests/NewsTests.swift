@@ -48,6 +48,26 @@ import Testing
         }
     }
 
+    /// An item published late with an old date is new to the page: it comes once, on top,
+    /// and paging down later does not bring it a second time.
+    @Test func aLateItemWithAnOldDateComesOnceOnTop() async throws {
+        try await TestServer.run(feed: MemoryFeed(items: items(30))) { server in
+            let (id, stream) = try await showingFirstPage(server, news: "badge")
+            let late = #"{"id":"late","title":"Late","published":"2001-01-01T00:00:00Z"}"#
+            #expect(try await server.post("/api/items", late).status == 201)
+            #expect(try await stream.nextEvent().event == "news")
+            #expect(try await server.post("/api/sessions/\(id)/refresh").status == 202)
+            let refresh = try await stream.events(until: "done")
+            #expect(refresh.filter { $0.event == "items" }.map(ids) == [["late"]])
+            _ = try await stream.nextEvent()
+            #expect(try await server.post("/api/sessions/\(id)/load-more").status == 202)
+            let more = try await stream.events(until: "done")
+            let paged = more.filter { $0.event == "items" }.flatMap(ids)
+            #expect(paged.count == 10)
+            #expect(!paged.contains("late"), "already on the page")
+        }
+    }
+
     @Test func aRepublishedItemIsNoNews() async throws {
         try await TestServer.run(feed: MemoryFeed(items: items(3))) { server in
             let (id, stream) = try await showingFirstPage(server, news: "badge")
@@ -213,7 +233,9 @@ private final class GatedFeed: FeedSource {
 
     func update(progress: @escaping ProgressSink) async throws -> FeedUpdate { try await memory.update(progress: progress) }
     func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await memory.newer(than: cursor, limit: limit) }
-    func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage { try await memory.older(than: cursor, limit: limit) }
+    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
+        try await memory.older(than: cursor, through: position, limit: limit)
+    }
     func head() async throws -> FeedHead? { try await memory.head() }
     func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }
     func item(id: String) async throws -> FeedItem? { try await memory.item(id: id) }
@@ -237,7 +259,9 @@ private final class UpstreamFeed: FeedSource {
     }
 
     func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await memory.newer(than: cursor, limit: limit) }
-    func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage { try await memory.older(than: cursor, limit: limit) }
+    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
+        try await memory.older(than: cursor, through: position, limit: limit)
+    }
     func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await memory.added(after: position, limit: limit) }
     func head() async throws -> FeedHead? { try await memory.head() }
     func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }

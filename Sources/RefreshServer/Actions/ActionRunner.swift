@@ -74,11 +74,18 @@ struct ActionRunner: Sendable {
     /// answer rather than a flicker; the last progress step waits for it with the items.
     private func refresh(_ job: Job, window: Session.Window, session: Session, holdUntil: ContinuousClock.Instant) async throws -> ActionResult {
         session.progress(job, fraction: 0, stage: "starting", message: "Checking for new items…")
-        let update = try await sharedUpdate.run { progress in
-            session.progress(job, fraction: 0.05 + 0.85 * progress.fraction, stage: progress.stage, message: progress.message)
+        let update: FeedUpdate
+        do {
+            update = try await sharedUpdate.run { progress in
+                session.progress(job, fraction: 0.05 + 0.85 * progress.fraction, stage: progress.stage, message: progress.message)
+            }
+        } catch {
+            // An update that failed half-way may still have stored items.
+            await news.catchUp(with: feed)
+            throw error
         }
         // Every open page hears of what the update stored, not only this one.
-        if update.added > 0 { try? await news.catchUp(with: feed) }
+        await news.catchUp(with: feed)
         try Task.checkCancellation()
         session.progress(job, fraction: 0.95, stage: "collecting", message: "Collecting new items…")
         var result: ActionResult
@@ -107,7 +114,7 @@ struct ActionRunner: Sendable {
 
     private func loadMore(_ job: Job, window: Session.Window, session: Session) async throws -> ActionResult {
         session.progress(job, fraction: 0, stage: "loading", message: "Loading older items…")
-        let page = try await feed.older(than: window.oldest, limit: pageSize)
+        let page = try await feed.older(than: window.oldest, through: window.pagedThrough, limit: pageSize)
         try Task.checkCancellation()
         session.progress(job, fraction: 1, stage: "done", message: page.items.isEmpty ? "No more items" : "\(page.items.count) older items")
         // The first page a page shows is the newest: from here on, what the feed gains is news.

@@ -43,9 +43,11 @@ public protocol FeedSource: Sendable {
     /// Items strictly newer than `cursor`, the newest `limit` of them; `hasMore` when there
     /// are more than `limit` (a gap the caller cannot fill by prepending).
     func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage
-    /// Items strictly older than `cursor` (from the newest when `nil`), newest first;
-    /// `hasMore` when older ones remain.
-    func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage
+    /// Items strictly older than `cursor` (from the newest when `nil`), newest first, among
+    /// those at or below position `through` (all when `nil`); `hasMore` when older ones
+    /// remain. A page pages down only through what its first page was read at: an item that
+    /// came later, with an old date, reaches it once, on top, by a refresh.
+    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage
     /// Items that took a position after `position`, the newest `limit` of them in feed order;
     /// `hasMore` when there are more than `limit`. The page's `head` is the position the
     /// reader has then seen everything up to.
@@ -57,4 +59,11 @@ public protocol FeedSource: Sendable {
     func publish(_ items: [FeedItem]) async throws -> [FeedItem]
     /// The item with this id, to turn ids given by clients into cursors.
     func item(id: String) async throws -> FeedItem?
+}
+
+extension FeedSource {
+    /// Items strictly older than `cursor`, whenever they came.
+    public func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage {
+        try await older(than: cursor, through: nil, limit: limit)
+    }
 }

@@ -8,6 +8,7 @@ public final class MemoryFeed: FeedSource {
         var byID: [String: FeedItem] = [:]
         /// Ids in the order the feed gained them: the item at position p is `gained[p - 1]`.
         var gained: [String] = []
+        var positions: [String: FeedPosition] = [:]
 
         var head: FeedPosition { FeedPosition(gained.count) }
 
@@ -30,6 +31,7 @@ public final class MemoryFeed: FeedSource {
                     ordered.remove(at: lowerBound(existing.cursor))
                 } else {
                     gained.append(item.id)
+                    positions[item.id] = FeedPosition(gained.count)
                 }
                 byID[item.id] = item
                 ordered.insert(item, at: lowerBound(item.cursor))
@@ -63,11 +65,17 @@ public final class MemoryFeed: FeedSource {
         }
     }
 
-    public func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage {
+    public func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
         storage.withLock { storage in
             let end = cursor.map { storage.lowerBound($0) } ?? storage.ordered.count
-            let start = max(0, end - limit)
-            return storage.page(storage.ordered[start..<end].reversed(), hasMore: start > 0)
+            guard let position else {
+                let start = max(0, end - limit)
+                return storage.page(storage.ordered[start..<end].reversed(), hasMore: start > 0)
+            }
+            let positions = storage.positions
+            let older = storage.ordered[..<end].reversed().lazy.filter { positions[$0.id, default: 0] <= position }
+            let taken = Array(older.prefix(limit + 1))
+            return storage.page(taken.prefix(limit), hasMore: taken.count > limit)
         }
     }
 

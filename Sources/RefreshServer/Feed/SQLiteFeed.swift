@@ -109,16 +109,19 @@ public final class SQLiteFeed: FeedSource {
         }
     }
 
-    public func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage {
+    public func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
         try await database.read { db in
             let rows: [Row]
+            let through = position ?? .max
             if let cursor {
                 rows = try Row.fetchAll(db, sql: """
-                    SELECT * FROM item WHERE published < ? OR (published = ? AND id < ?)
+                    SELECT * FROM item WHERE (published < ? OR (published = ? AND id < ?)) AND position <= ?
                     ORDER BY published DESC, id DESC LIMIT ?
-                    """, arguments: [cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, limit + 1])
+                    """, arguments: [cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, through, limit + 1])
             } else {
-                rows = try Row.fetchAll(db, sql: "SELECT * FROM item ORDER BY published DESC, id DESC LIMIT ?", arguments: [limit + 1])
+                rows = try Row.fetchAll(
+                    db, sql: "SELECT * FROM item WHERE position <= ? ORDER BY published DESC, id DESC LIMIT ?",
+                    arguments: [through, limit + 1])
             }
             return try Self.page(rows, limit: limit, db)
         }

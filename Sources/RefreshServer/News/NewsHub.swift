@@ -34,8 +34,9 @@ public final class NewsHub: Sendable {
     /// Where the head is; 0 before any news.
     var position: FeedPosition { knownPosition.load(ordering: .acquiring) }
 
-    /// Moves the head forward to `head` and queues the news on every event loop.
-    public func advance(to head: FeedHead) {
+    /// Moves the head forward to `head` and tells every event loop; returns once each loop
+    /// has told its sessions, so a publish is answered after every open page has its news.
+    public func advance(to head: FeedHead) async {
         let loops = state.withLock { state -> [LoopStreams] in
             guard head.position > state.head?.position ?? 0 else { return [] }
             state.head = head
@@ -43,15 +44,18 @@ public final class NewsHub: Sendable {
             knownPosition.store(head.position, ordering: .releasing)
             return Array(state.loops.values)
         }
-        for streams in loops {
-            streams.loop.execute { streams.announce(head) }
-        }
+        let told = loops.map { streams in streams.loop.submit { streams.announce(head) } }
+        for loop in told { try? await loop.get() }
     }
 
     /// Reads the head from `feed` and moves to it: after a commit, everything up to the head
-    /// read is visible to every reader.
-    func catchUp(with feed: any FeedSource) async throws {
-        if let head = try await feed.head() { advance(to: head) }
+    /// read is visible to every reader. It runs to the end even when the caller is cancelled
+    /// (a client that hangs up once its publish committed): the news must not go with it. A
+    /// store that fails here is read again by the next catch-up, at the latest the periodic one.
+    func catchUp(with feed: any FeedSource) async {
+        await Task {
+            if let head = try? await feed.head() { await advance(to: head) }
+        }.value
     }
 
     /// What the feed gained after `position`, read once for every live session that shows

@@ -49,8 +49,7 @@ struct ItemRoutes<Context: RequestContext>: Sendable {
         }
         let items = try ItemDecoding.decode(body, now: .now())
         let stored = try await feed.publish(items)
-        // The items are committed: a failure to read the head back must not turn the `201` into an error.
-        try? await news.catchUp(with: feed)
+        await news.catchUp(with: feed)
         return JSONResponse.make(.created, request: request) { json in
             json.beginObject()
             json.key("items")

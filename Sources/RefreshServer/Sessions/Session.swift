@@ -20,6 +20,9 @@ public final class Session: Sendable {
         /// The feed's head when the newest items the page shows were read: what the feed
         /// gained after it is new to the page. `nil` until the page shows a first page.
         var shown: FeedPosition?
+        /// The head its first page (or the page that replaced its list) was read at: paging
+        /// down goes only through items at or below it, since later ones come on top.
+        var pagedThrough: FeedPosition?
         var oldest: FeedCursor?
     }
 
@@ -81,7 +84,11 @@ public final class Session: Sendable {
             }
             perform(effects, &state)
             // A live page that comes to rest at the top takes what it was told of meanwhile.
-            if config.news == .live, let shown = state.window.shown, runner.news.position > shown { catchUpOnNews(&state) }
+            if config.news == .live, let shown = state.window.shown, case let head = runner.news.position, head > shown,
+                head > state.announced || state.engine.restsAtTop
+            {
+                catchUpOnNews(&state)
+            }
             return state.log.latestState?.data ?? EventData.state(state.engine.gestureState)
         }
     }
@@ -120,6 +127,7 @@ public final class Session: Sendable {
             state.lastActive = now
             let effects = state.engine.cancelRequested(.refresh)
             perform(effects, &state)
+            catchUpOnNews(&state)
             return effects.cancel?.id
         }
     }
@@ -162,8 +170,10 @@ public final class Session: Sendable {
                     state.window = Window()
                     state.log.append(.reset, EventData.reset(reason: "More new items than a refresh sends: the list starts over."))
                 }
+                let shown = state.window.shown
                 state.window.include(result.items, op: result.op, head: result.head)
-                state.announced = 0
+                // What was told may now be shown: a later head is told afresh.
+                if state.window.shown != shown { state.announced = 0 }
                 let hasMore = result.hasMore ?? state.engine.hasMore
                 state.log.append(.items, EventData.items(action: job.id, op: result.op.rawValue, items: result.items, hasMore: hasMore))
                 state.log.append(.done, EventData.done(action: job.id, kind: job.kind, outcome: .completed, added: result.items.count, error: nil))
@@ -200,6 +210,8 @@ public final class Session: Sendable {
 
     private func announce(_ head: FeedHead, payload: (FeedPosition) -> ByteBuffer, _ state: inout State) {
         guard config.news != .off, !state.ended, let shown = state.window.shown, head.position > shown else { return }
+        // The refresh running brings these items itself, and catches up on the rest when it ends.
+        guard state.engine.runningJob?.kind != .refresh else { return }
         if config.news == .live, state.engine.restsAtTop {
             switch state.live {
             case .running: return
@@ -280,12 +292,14 @@ public final class Session: Sendable {
     private func catchUp(after cursor: UInt64?, _ state: inout State) -> ([ServerEvent], UInt64) {
         let lastID = state.log.lastID
         guard let cursor else {
-            let snapshot = ServerEvent(id: lastID, kind: .state, data: EventData.state(state.engine.gestureState))
-            // News the page has not acted on yet comes first, keeping ids in order.
+            let gesture = EventData.state(state.engine.gestureState)
+            // News the page has not acted on yet goes with the snapshot, ids in order: when it
+            // is the newest event, the snapshot stands just before it.
             if let news = state.log.latestNews, state.announced > state.window.shown ?? .max {
-                return ([news, snapshot], lastID)
+                let snapshot = ServerEvent(id: news.id == lastID ? lastID - 1 : lastID, kind: .state, data: gesture)
+                return (news.id == lastID ? [snapshot, news] : [news, snapshot], lastID)
             }
-            return ([snapshot], lastID)
+            return ([ServerEvent(id: lastID, kind: .state, data: gesture)], lastID)
         }
         switch state.log.events(after: cursor) {
         case .events(let events):
@@ -353,6 +367,7 @@ extension Session.Window {
     /// date (a refresh, or the first page).
     mutating func include(_ items: [FeedItem], op: ActionResult.Op, head: FeedPosition?) {
         if let head { shown = max(shown ?? 0, head) }
+        if pagedThrough == nil { pagedThrough = head }
         guard let last = items.last else { return }
         switch op {
         case .prepend:

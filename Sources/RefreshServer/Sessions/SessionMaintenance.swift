@@ -1,9 +1,13 @@
 import ServiceLifecycle
 
-/// Background upkeep of the sessions: keepalive comments on idle streams, and the end of
-/// sessions nobody uses any more. One loop for all sessions, instead of a timer per stream.
+/// Background upkeep of the sessions: keepalive comments on idle streams, the end of
+/// sessions nobody uses any more, and a look at the feed's head, in case an item came by a
+/// path that did not say so (another process writing to the store). One loop for all
+/// sessions, instead of a timer per stream.
 struct SessionMaintenance: Service {
     let sessions: SessionStore
+    let news: NewsHub
+    let feed: any FeedSource
     let keepaliveInterval: Duration
 
     func run() async throws {
@@ -13,6 +17,7 @@ struct SessionMaintenance: Service {
                     try await Task.sleep(for: keepaliveInterval)
                     sessions.tick()
                     sessions.expireIdle()
+                    await news.catchUp(with: feed)
                 }
             }
         } catch is CancellationError {

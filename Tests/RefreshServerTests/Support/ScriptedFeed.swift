@@ -46,9 +46,9 @@ final class ScriptedFeed: FeedSource {
     }
 
     func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await memory.newer(than: cursor, limit: limit) }
-    func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage {
+    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
         if olderDelay > .zero { try await Task.sleep(for: olderDelay) }
-        return try await memory.older(than: cursor, limit: limit)
+        return try await memory.older(than: cursor, through: position, limit: limit)
     }
     func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await memory.added(after: position, limit: limit) }
     func head() async throws -> FeedHead? { try await memory.head() }
