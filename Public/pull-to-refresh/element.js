@@ -312,6 +312,11 @@ export class PullToRefreshElement extends HTMLElement {
   }
 
   #clearNews() {
+    // A keyboard reader who pressed the button goes on from the list, not from the page's top.
+    if (this.newsButton.contains(document.activeElement)) {
+      this.scroller.tabIndex = -1;
+      this.scroller.focus({ preventScroll: true });
+    }
     this.newsButton.hidden = true;
     // Emptied too, so that the live region has something new to say the next time.
     this.querySelector(".ptr-news-label").textContent = "";

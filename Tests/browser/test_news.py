@@ -136,6 +136,8 @@ def test_the_badge_offers_the_new_items_and_its_click_brings_them_on_top(server,
     assert_brought_once_on_top(phone, published, before)
     assert badge_text(phone) is None
     assert dataset(phone, "newsCount") == "0"
+    assert phone.execute_script("return document.activeElement.classList.contains('ptr-scroller')"), \
+        "the focus goes on from the list once the button is gone"
 
     # Nothing is left to bring: a further refresh adds nothing.
     count = item_count(phone)
