@@ -17,7 +17,7 @@ public final class NewsHub: Sendable {
     private struct State {
         var head: FeedHead?
         /// Reads of "what came after p" for live sessions since the head last moved.
-        var reads: [FeedPosition: Task<FeedPage?, Never>] = [:]
+        var reads: [FeedPosition: Task<LiveRead?, Never>] = [:]
         /// Sessions with open streams, by the event loop the streams live on.
         var loops: [ObjectIdentifier: LoopStreams] = [:]
     }
@@ -58,12 +58,12 @@ public final class NewsHub: Sendable {
         }.value
     }
 
-    /// What the feed gained after `position`, read once for every live session that shows
-    /// it, until the head moves again; `nil` when the store failed.
-    func added(after position: FeedPosition, in feed: any FeedSource, limit: Int) async -> FeedPage? {
+    /// What the feed gained after `position`, read and encoded once for every live session
+    /// that shows it, until the head moves again; `nil` when the store failed.
+    func added(after position: FeedPosition, in feed: any FeedSource, limit: Int) async -> LiveRead? {
         let read = state.withLock { state in
             if let read = state.reads[position] { return read }
-            let read = Task { try? await feed.added(after: position, limit: limit) }
+            let read = Task { (try? await feed.added(after: position, limit: limit)).map(LiveRead.init) }
             state.reads[position] = read
             return read
         }
@@ -107,6 +107,23 @@ private final class LoopStreams: Sendable {
             session.headAdvanced(payloads)
         }
     }
+}
+
+/// New items for live pages, with their `items` payload encoded once for all of them.
+struct LiveRead: Sendable {
+    let page: FeedPage
+    private let more: ByteBuffer
+    private let noMore: ByteBuffer
+
+    init(page: FeedPage) {
+        self.page = page
+        let op = ActionResult.Op.prepend.rawValue
+        more = EventData.items(action: nil, op: op, items: page.items, hasMore: true)
+        noMore = EventData.items(action: nil, op: op, items: page.items, hasMore: false)
+    }
+
+    /// The payload for a page that has older items to load or not.
+    func data(hasMore: Bool) -> ByteBuffer { hasMore ? more : noMore }
 }
 
 /// The `news` payloads of one head, built once for each position a session shows: ten

@@ -228,25 +228,23 @@ public final class Session: Sendable {
     /// moved on meanwhile (a gesture, an action, a refresh that brought the items itself).
     private func bringIn(after shown: FeedPosition, _ state: inout State) {
         state.live = .running(Task { [runner] in
-            let page = await runner.news.added(after: shown, in: runner.feed, limit: runner.pageSize)
-            self.broughtIn(page, after: shown)
+            let read = await runner.news.added(after: shown, in: runner.feed, limit: runner.pageSize)
+            self.broughtIn(read, after: shown)
         })
     }
 
-    private func broughtIn(_ page: FeedPage?, after shown: FeedPosition) {
+    private func broughtIn(_ read: LiveRead?, after shown: FeedPosition) {
         mutate { state in
             guard !state.ended else { return }
             state.live = .idle
             guard state.window.shown == shown, state.engine.restsAtTop else { return catchUpOnNews(&state) }
-            guard let page, !page.hasMore else {
+            guard let read, !read.page.hasMore else {
                 state.live = .gaveUp(at: runner.news.position)
                 return catchUpOnNews(&state)
             }
-            state.window.include(page.items, op: .prepend, head: page.head)
+            state.window.include(read.page.items, op: .prepend, head: read.page.head)
             state.announced = 0
-            if !page.items.isEmpty {
-                state.log.append(.items, EventData.items(action: nil, op: ActionResult.Op.prepend.rawValue, items: page.items, hasMore: state.engine.hasMore))
-            }
+            if !read.page.items.isEmpty { state.log.append(.items, read.data(hasMore: state.engine.hasMore)) }
             catchUpOnNews(&state)
         }
     }
