@@ -31,13 +31,7 @@ public enum RefreshApplication {
 
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: ErrorMiddleware())
-        router.get("healthz") { request, _ in
-            JSONResponse.make(.ok, request: request) { json in
-                json.beginObject()
-                json.field("status", "ok")
-                json.endObject()
-            }
-        }
+        HealthRoutes(feed: feed, deadline: .seconds(2)).register(on: router)
         SessionRoutes(sessions: sessions, configuration: configuration).register(on: router)
         ItemRoutes(feed: feed, news: news, configuration: configuration).register(on: router)
         let serveFile: @Sendable (Request, ServerRequestContext) async throws -> Response = { request, _ in

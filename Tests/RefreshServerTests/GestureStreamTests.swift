@@ -12,6 +12,22 @@ import Testing
         }
     }
 
+    @Test func readyzSaysWhetherTheStoreAnswers() async throws {
+        try await TestServer.run { server in
+            let reply = try await server.get("/readyz")
+            #expect(reply.status == 200)
+            #expect(reply.json["status"] as? String == "ready")
+        }
+        try await TestServer.run(feed: ScriptedFeed(behaviour: .fail("the disk is gone"), headFails: true)) { server in
+            let reply = try await server.get("/readyz")
+            #expect(reply.status == 503)
+            #expect(reply.json["error"] as? String == "store_unavailable")
+            #expect((reply.json["message"] as? String)?.contains("the disk is gone") == true)
+            #expect(reply.headers.first(name: "Retry-After") == "5")
+            #expect(try await server.get("/healthz").status == 200, "alive all the same")
+        }
+    }
+
     @Test func aStreamOpensWithRetryAndAStateSnapshot() async throws {
         try await TestServer.run { server in
             let id = try await server.session()

@@ -20,10 +20,14 @@ final class ScriptedFeed: FeedSource {
     let olderDelay: Duration
     private let calls = Mutex(0)
 
-    init(items: [FeedItem] = [], behaviour: Behaviour, olderDelay: Duration = .zero) {
+    /// Reading the head fails too, as a store that is gone would.
+    let headFails: Bool
+
+    init(items: [FeedItem] = [], behaviour: Behaviour, olderDelay: Duration = .zero, headFails: Bool = false) {
         memory = MemoryFeed(items: items)
         self.behaviour = behaviour
         self.olderDelay = olderDelay
+        self.headFails = headFails
     }
 
     var updateCalls: Int { calls.withLock { $0 } }
@@ -51,7 +55,10 @@ final class ScriptedFeed: FeedSource {
         return try await memory.older(than: cursor, through: position, limit: limit)
     }
     func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await memory.added(after: position, limit: limit) }
-    func head() async throws -> FeedHead? { try await memory.head() }
+    func head() async throws -> FeedHead? {
+        if headFails, case .fail(let message) = behaviour { throw Failure(description: message) }
+        return try await memory.head()
+    }
     func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }
     func item(id: String) async throws -> FeedItem? { try await memory.item(id: id) }
 }

@@ -1,0 +1,46 @@
+import Hummingbird
+
+/// `/healthz` says the process answers; `/readyz` says it can serve, which a load balancer
+/// asks before sending it pages: the store answers within a deadline.
+struct HealthRoutes<Context: RequestContext>: Sendable {
+    let feed: any FeedSource
+    /// How long the store may take to answer before the server counts as not ready.
+    let deadline: Duration
+
+    func register(on router: Router<Context>) {
+        router.get("healthz") { request, _ in Self.status("ok", request) }
+        router.get("readyz", use: ready)
+    }
+
+    @Sendable func ready(_ request: Request, context: Context) async throws -> Response {
+        do {
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask { [feed] in
+                    _ = try await feed.head()
+                    return true
+                }
+                group.addTask { [deadline] in
+                    try await Task.sleep(for: deadline)
+                    return false
+                }
+                defer { group.cancelAll() }
+                guard try await group.next() == true else {
+                    throw APIError(.serviceUnavailable, "store_unavailable", "The feed store did not answer within \(ActionRunner.describe(deadline)).", retryAfter: 5)
+                }
+            }
+        } catch let error as APIError {
+            throw error
+        } catch {
+            throw APIError(.serviceUnavailable, "store_unavailable", "The feed store failed: \(ActionRunner.describe(error))", retryAfter: 5)
+        }
+        return Self.status("ready", request)
+    }
+
+    private static func status(_ status: String, _ request: Request) -> Response {
+        JSONResponse.make(.ok, request: request) { json in
+            json.beginObject()
+            json.field("status", status)
+            json.endObject()
+        }
+    }
+}
