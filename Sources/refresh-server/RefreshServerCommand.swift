@@ -25,6 +25,9 @@ struct RefreshServerCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .info
 
+    @Option(help: "Log lines as text for people, or json: one object per line for a collector.")
+    var logFormat: LogFormat = .text
+
     @Option(help: "Token required as 'Authorization: Bearer TOKEN' by POST /api/items.")
     var publishToken: String?
 
@@ -136,6 +139,13 @@ struct RefreshServerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let format = logFormat
+        LoggingSystem.bootstrap { label in
+            switch format {
+            case .text: StreamLogHandler.standardError(label: label)
+            case .json: JSONLogHandler(label: label)
+            }
+        }
         var logger = Logger(label: "refresh-server")
         logger.logLevel = logLevel
         var configuration = ServerConfiguration()
@@ -182,3 +192,4 @@ struct RefreshServerCommand: AsyncParsableCommand {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension LogFormat: ExpressibleByArgument {}

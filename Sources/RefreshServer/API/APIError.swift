@@ -21,9 +21,14 @@ public struct APIError: Error, Sendable, Equatable {
         self.allow = allow
     }
 
-    /// One line per refused request, wherever it was answered.
+    /// One line per refused request, wherever it was answered, with the session's id as
+    /// metadata when the path names one.
     func logRefusal(method: some CustomStringConvertible, path: String, logger: Logger) {
-        logger.notice("refused \(method) \(path): \(status.code) \(code): \(message)")
+        var metadata: Logger.Metadata = [:]
+        if path.hasPrefix("/api/sessions/"), let id = path.dropFirst(14).split(separator: "/").first {
+            metadata["session"] = .string(String(id))
+        }
+        logger.notice("refused \(method) \(path): \(status.code) \(code): \(message)", metadata: metadata)
     }
 
     static func malformedJSON(_ reason: String) -> Self {
