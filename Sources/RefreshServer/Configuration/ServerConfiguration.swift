@@ -1,5 +1,6 @@
 /// Everything an operator can tune, with the defaults `refresh-server` starts with.
-/// The command line maps one flag onto each field.
+/// Each field an operator sets is one of ``settings``: a flag, an environment variable and a
+/// key of the configuration file, all read by ``ConfigurationSources``.
 public struct ServerConfiguration: Sendable {
     /// Address to listen on. Loopback by default: nothing is exposed until asked.
     public var host = "127.0.0.1"
@@ -77,8 +78,16 @@ public struct ServerConfiguration: Sendable {
     public var minimumActionDuration: Duration = .milliseconds(400)
     /// Items per load-more page, and at most per refresh.
     public var pageSize = 20
-    /// The SQLite file holding the feed (its folder is created), or `:memory:`.
+    /// Where the feed is stored: an SQLite file (its folder is created), `:memory:`, or a
+    /// PostgreSQL URL, `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`, shared by every instance.
     public var database = "data/refresh.sqlite"
+    /// This instance's name among several sharing one PostgreSQL feed: it prefixes every
+    /// session id (`NAME.…`), so a front can send a session's requests to the instance that
+    /// holds it. Letters, digits and `-`, at most 32; `nil` for a single instance.
+    public var instanceName: String?
+    /// With PostgreSQL, how often the head is read even when no notification came: the
+    /// safety net under `LISTEN`/`NOTIFY`.
+    public var headPollInterval: Duration = .seconds(5)
     /// Upstream feeds (RSS, Atom, JSON Feed) a refresh pulls into the store.
     public var feeds: [String] = []
     /// Largest upstream feed accepted, in bytes.
@@ -95,27 +104,26 @@ public struct ServerConfiguration: Sendable {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 
-    /// Throws a ``ConfigurationError`` naming the first setting that cannot work.
-    public func validate() throws {
-        _ = try validatedTrustedProxies()
+    /// Throws a ``ConfigurationError`` naming the first setting that cannot work, so that a
+    /// program embedding the server hears of it before anything starts, as `refresh-server`
+    /// does. The rules are those of ``settings``.
+    public func validate() throws(ConfigurationError) {
+        for setting in Self.settings {
+            if let error = setting.check(self) { throw error }
+        }
     }
 
     /// The trusted proxies, parsed; a clear error naming the one that is not an address.
-    func validatedTrustedProxies() throws -> TrustedProxies {
-        try TrustedProxies(trustedProxies.map { text in
-            guard let network = TrustedProxies.Network(text) else {
-                throw ConfigurationError("trusted proxy '\(text)' is not an IP address or a CIDR network (such as 10.0.0.0/8)")
-            }
-            return network
-        })
+    func validatedTrustedProxies() throws(ConfigurationError) -> TrustedProxies {
+        var networks: [TrustedProxies.Network] = []
+        for text in trustedProxies {
+            guard let network = TrustedProxies.Network(text) else { throw Self.notAProxy(text) }
+            networks.append(network)
+        }
+        return TrustedProxies(networks)
     }
-}
 
-/// A setting that cannot work, named in the message.
-public struct ConfigurationError: Error, CustomStringConvertible {
-    public let description: String
-
-    init(_ description: String) {
-        self.description = description
+    static func notAProxy(_ text: String) -> ConfigurationError {
+        ConfigurationError(setting: "trusted-proxy", value: nil, problem: "\(text) is not an IP address or a CIDR network (such as 10.0.0.0/8)")
     }
 }

@@ -31,13 +31,12 @@ public struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(
-        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String, file: String,
-        function: String, line: UInt
-    ) {
+    public func log(event: LogEvent) {
+        let (level, message, source) = (event.level, event.message, event.source)
         var fields = self.metadata
         if let provided = metadataProvider?.get() { fields.merge(provided) { _, new in new } }
-        if let explicit { fields.merge(explicit) { _, new in new } }
+        if let explicit = event.metadata { fields.merge(explicit) { _, new in new } }
+        if let error = event.error { fields["error"] = "\(error)" }
         var json = JSONWriter(capacity: 256)
         json.beginObject()
         json.field("time", Timestamp.now().rfc3339)
