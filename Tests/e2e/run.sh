@@ -4,7 +4,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 passed=0
 failed=0
-for script in gesture.sh bottom.sh cancel.sh replay.sh news.sh logs.sh gzip.sh bad-input.sh traversal.sh connection.sh slow-reader.sh limits.sh steering.sh shutdown.sh crash.sh; do
+for script in gesture.sh bottom.sh cancel.sh replay.sh news.sh logs.sh metrics.sh config.sh gzip.sh bad-input.sh traversal.sh connection.sh slow-reader.sh limits.sh steering.sh shutdown.sh crash.sh; do
     echo "== $script"
     if bash "$script"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done

@@ -18,6 +18,8 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 default: APIError(error.status, "http_error", error.body ?? error.status.reasonPhrase)
                 }
             return refuse(apiError, request: request, context: context)
+        } catch let error as FeedStoreUnavailable {
+            return refuse(APIError(.serviceUnavailable, "store_unavailable", "\(error).", retryAfter: 5), request: request, context: context)
         } catch is CancellationError {
             throw CancellationError()
         } catch {

@@ -24,11 +24,16 @@ struct ActionRunner: Sendable {
     let pageSize: Int
     let timeout: Duration
     let minimumDuration: Duration
+    /// The metrics of the server, which its sessions count into too.
+    let metrics: ServerMetrics
 
-    init(feed: any FeedSource, news: NewsHub, configuration: ServerConfiguration) {
+    /// - Parameter metrics: the news hub's, unless given.
+    init(feed: any FeedSource, news: NewsHub, configuration: ServerConfiguration, metrics: ServerMetrics? = nil) {
         self.feed = feed
         self.news = news
-        self.sharedUpdate = SharedUpdate(source: feed)
+        let metrics = metrics ?? news.metrics
+        self.metrics = metrics
+        self.sharedUpdate = SharedUpdate(source: feed, metrics: metrics)
         self.pageSize = configuration.pageSize
         self.timeout = configuration.actionTimeout
         self.minimumDuration = configuration.minimumActionDuration
@@ -63,11 +68,16 @@ struct ActionRunner: Sendable {
         } catch {
             result = .failed(Self.describe(error))
         }
-        if Task.isCancelled {
-            session.finish(job, .cancelled)
-        } else {
-            session.finish(job, result)
-        }
+        let finished: Session.Result = Task.isCancelled ? .cancelled : result
+        let outcome: ServerMetrics.Outcome =
+            switch finished {
+            case .completed: .completed
+            case .failed: .failed
+            case .cancelled: .cancelled
+            }
+        // Counted before the page hears of it: whoever sees `done` sees it counted.
+        metrics.actionFinished(job.kind == .refresh ? .refresh : .loadMore, outcome)
+        session.finish(job, finished)
     }
 
     /// `holdUntil`: the spinner stays at least until then, so a fast refresh reads as an

@@ -310,6 +310,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return run(machine.streamFailed(), context: context)
         }
         if let chunk { context.writeAndFlush(wrapOutboundOut(chunk), promise: nil) }
+        if let arrived = replay.takeSampleArrival() { routes.metrics.sampleWritten(arrived: arrived) }
     }
 }
 

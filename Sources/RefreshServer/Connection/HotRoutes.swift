@@ -19,17 +19,20 @@ final class HotRoutes: Sendable {
     let proxies: TrustedProxies
     let configuration: ServerConfiguration
     let logger: Logger
+    /// Counts every answer, whichever side gave it.
+    let metrics: ServerMetrics
     private let router: Router
 
     init(
         sessions: SessionStore, streams: StreamGate, proxies: TrustedProxies, configuration: ServerConfiguration,
-        logger: Logger, router: @escaping Router
+        logger: Logger, metrics: ServerMetrics = ServerMetrics(), router: @escaping Router
     ) {
         self.sessions = sessions
         self.streams = streams
         self.proxies = proxies
         self.configuration = configuration
         self.logger = logger
+        self.metrics = metrics
         self.router = router
     }
 
@@ -40,7 +43,10 @@ final class HotRoutes: Sendable {
             var request = try HTTPRequest(head, secure: false, splitCookie: false)
             if request.method == .head { request.method = .get }
             let source = ServerRequestContext.Source(channel: channel, logger: logger, client: client(of: head, channel: channel))
-            return try await router(Request(head: request, body: RequestBody(buffer: body)), source)
+            let response = try await router(Request(head: request, body: RequestBody(buffer: body)), source)
+            let status = response.status.code
+            metrics.requestAnswered(route: RouteTable.pattern(head.uri, status: status), status: status)
+            return response
         } catch {
             return Response(refusal(error, head))
         }
@@ -54,12 +60,16 @@ final class HotRoutes: Sendable {
     }
 
     /// The samples POST: applied in `seq` order; answers the resulting state, or the error.
+    /// Its arrival is the instant its `state` event's latency is measured from.
     func samples(_ head: HTTPRequestHead, session id: String, body: ByteBuffer?) -> SamplesAnswer {
+        let arrived = ContinuousClock.now
         do {
             let session = try sessions.session(id)
             let json = try JSONValue.parseBody(body.map { Array($0.readableBytesView) } ?? [])
             let samples = try SampleDecoding.decode(json, maxCount: configuration.maxSamplesPerRequest)
-            return .state(try session.applySamples(samples, now: .now))
+            let state = try session.applySamples(samples, now: arrived)
+            metrics.sampleRequestAnswered()
+            return .state(state)
         } catch {
             return .refused(refusal(error, head))
         }
@@ -85,12 +95,14 @@ final class HotRoutes: Sendable {
             let (session, lastEventID) = try eventStreamRequest(head, session: id)
             guard let ticket = streams.admit(client(of: head, channel: channel)) else {
                 logger.notice("told a stream of session \(id) to come back later: too many streams")
+                metrics.streamShed()
                 return .overloaded(EventStream.overloadAnswer(configuration))
             }
             guard let (stream, response, opening) = try EventStream.open(
                 session: session, listener: listener, ticket: ticket, lastEventID: lastEventID,
                 gzip: Gzip.accepted(by: head.headers), configuration: configuration)
             else { throw APIError.sessionNotFound(id) }
+            metrics.streamOpened()
             var bytes = channel.allocator.buffer(capacity: 256 + opening.readableBytes)
             ResponseHead.write(status: response.status, fields: response.headerFields, connection: .none, into: &bytes)
             bytes.writeImmutableBuffer(opening)
@@ -126,7 +138,20 @@ final class HotRoutes: Sendable {
     ///
     /// Without a head there was no request to refuse, only bytes on a connection (a stalled
     /// or malformed head): that is logged at `debug`, so a flood of them cannot flood the log.
+    ///
+    /// Every refusal is counted here, wherever it was decided: the connection's, a hot
+    /// route's, the router's that escaped its middleware.
     func refusal(_ error: any Error, _ head: HTTPRequestHead?) -> JSONPayload {
+        let payload = refusalPayload(error, head)
+        let status = Int(payload.status.code)
+        metrics.requestAnswered(route: head.map { RouteTable.pattern($0.uri, status: status) } ?? RouteTable.Pattern.other, status: status)
+        if let head, case .samples = RouteTable.route(head.method, uri: head.uri) {
+            metrics.sampleRequestRefused(code: (error as? APIError)?.code)
+        }
+        return payload
+    }
+
+    private func refusalPayload(_ error: any Error, _ head: HTTPRequestHead?) -> JSONPayload {
         let path = head.map { URI($0.uri).path } ?? "-"
         let method = head?.method.rawValue ?? "-"
         let refused: APIError

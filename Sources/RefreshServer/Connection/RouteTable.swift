@@ -48,6 +48,59 @@ enum RouteTable {
     private static let sessionsPrefix = "/api/sessions/".utf8
     private static let files: [HTTPMethod] = [.GET, .HEAD]
 
+    /// The routes requests are counted under in the metrics: patterns, never paths, so the
+    /// set of labels stays bounded whatever clients ask for.
+    enum Pattern {
+        static let samples = "/api/sessions/{id}/samples"
+        static let events = "/api/sessions/{id}/events"
+        static let session = "/api/sessions/{id}"
+        static let refresh = "/api/sessions/{id}/refresh"
+        static let loadMore = "/api/sessions/{id}/load-more"
+        static let sessions = "/api/sessions"
+        static let items = "/api/items"
+        static let healthz = "/healthz"
+        static let readyz = "/readyz"
+        static let metrics = "/metrics"
+        /// A file of `Public/` that exists.
+        static let staticFile = "static"
+        /// Any path the server has nothing at.
+        static let other = "other"
+    }
+
+    /// The pattern of the route a request is counted under. A path outside the API is a
+    /// static file until the answer says there is none (`status` 404): then it is `other`,
+    /// like an unknown API path.
+    static func pattern(_ uri: String, status: Int) -> String {
+        var path = uri.utf8[...]
+        if let query = path.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
+            path = path[..<query]
+        }
+        let segments = path.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst().map { Substring($0) }
+        guard segments.first == "api" else {
+            switch segments {
+            case ["healthz"]: return Pattern.healthz
+            case ["readyz"]: return Pattern.readyz
+            case ["metrics"]: return Pattern.metrics
+            default: return status == 404 ? Pattern.other : Pattern.staticFile
+            }
+        }
+        let api = segments.dropFirst()
+        switch (api.count, api.first) {
+        case (1, "items"): return Pattern.items
+        case (1, "sessions"): return Pattern.sessions
+        case (2, "sessions") where !api[api.startIndex + 1].isEmpty: return Pattern.session
+        case (3, "sessions") where !api[api.startIndex + 1].isEmpty:
+            switch api[api.startIndex + 2] {
+            case "samples": return Pattern.samples
+            case "events": return Pattern.events
+            case "refresh": return Pattern.refresh
+            case "load-more": return Pattern.loadMore
+            default: return Pattern.other
+            }
+        default: return Pattern.other
+        }
+    }
+
     /// The methods a path has; `nil` for an unknown API path, which the router answers with
     /// 404 whatever the method. Every path outside the API is a static file (`GET`, `HEAD`).
     private static func methods(_ path: Substring.UTF8View) -> [HTTPMethod]? {

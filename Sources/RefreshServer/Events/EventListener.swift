@@ -20,6 +20,11 @@ struct ReplayCache {
         var cursor: UInt64
         /// The events' frames as one HTTP chunk, ready for the socket.
         var chunk: ByteBuffer?
+        /// Superseded events left out (see ``Session/Delivery``).
+        var coalesced = 0
+        /// When the samples request behind the `state` event among them arrived, until the
+        /// first stream that writes them takes it.
+        var sampleArrival: ContinuousClock.Instant?
     }
 
     private var cursor: UInt64?
@@ -28,15 +33,23 @@ struct ReplayCache {
     /// The events after `cursor`, looked up again only for another cursor or when the log
     /// has grown since: a round writing to many streams takes a while, and the streams it
     /// reaches late get what arrived meanwhile in the same write, not in a second round.
-    mutating func events(
-        after cursor: UInt64, newest: () -> UInt64, lookup: (UInt64) -> (events: [ServerEvent], cursor: UInt64)
-    ) -> Answer {
+    mutating func events(after cursor: UInt64, newest: () -> UInt64, lookup: (UInt64) -> Session.Delivery) -> Answer {
         if cursor != self.cursor || newest() > answer.cursor {
-            let (events, next) = lookup(cursor)
-            answer = Answer(events: events, cursor: next, chunk: events.isEmpty ? nil : HTTPChunk.frame(events.map(\.frame)))
+            let delivery = lookup(cursor)
+            let events = delivery.events
+            answer = Answer(
+                events: events, cursor: delivery.cursor, chunk: events.isEmpty ? nil : HTTPChunk.frame(events.map(\.frame)),
+                coalesced: delivery.coalesced, sampleArrival: delivery.sampleArrival)
             self.cursor = cursor
         }
         return answer
+    }
+
+    /// When the samples request behind the `state` event just written arrived: once, for
+    /// the first stream of the round that wrote it.
+    mutating func takeSampleArrival() -> ContinuousClock.Instant? {
+        defer { answer.sampleArrival = nil }
+        return answer.sampleArrival
     }
 }
 

@@ -43,8 +43,9 @@ struct EventStream {
     /// The chunk a wake-up has to write, if any.
     mutating func woken(_ reason: Wakeup.Reason, replay: inout ReplayCache) throws -> ByteBuffer? {
         let session = subscription.session
-        let answer = replay.events(after: cursor, newest: { session.lastEventID }, lookup: { session.events(after: $0) })
+        let answer = replay.events(after: cursor, newest: { session.lastEventID }, lookup: { session.delivery(after: $0) })
         cursor = answer.cursor
+        if answer.coalesced > 0 { session.metrics.eventsCoalesced(answer.coalesced) }
         if let shared = answer.chunk {
             guard gzip != nil else {
                 lastWrite = .now

@@ -19,8 +19,13 @@ final class SharedUpdate: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Counts and times each update, once however many refreshes share it.
+    private let metrics: ServerMetrics
 
-    init(source: any FeedSource) { self.source = source }
+    init(source: any FeedSource, metrics: ServerMetrics) {
+        self.source = source
+        self.metrics = metrics
+    }
 
     func run(progress: @escaping ProgressSink) async throws -> FeedUpdate {
         let (flight, listener, latest) = state.withLock { state -> (Flight, Int, FeedProgress?) in
@@ -28,9 +33,17 @@ final class SharedUpdate: Sendable {
             state.nextListener += 1
             state.listeners[listener] = progress
             if let flight = state.flight { return (flight, listener, state.latest) }
-            let flight = Flight(task: Task { [source] in
+            let flight = Flight(task: Task { [source, metrics] in
                 defer { self.landed() }
-                return try await source.update { progress in self.broadcast(progress) }
+                let started = ContinuousClock.now
+                do {
+                    let update = try await source.update { progress in self.broadcast(progress) }
+                    metrics.feedUpdated(.completed, in: .now - started)
+                    return update
+                } catch {
+                    metrics.feedUpdated(error is CancellationError || Task.isCancelled ? .cancelled : .failed, in: .now - started)
+                    throw error
+                }
             })
             state.flight = flight
             state.latest = nil

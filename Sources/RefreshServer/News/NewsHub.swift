@@ -25,8 +25,12 @@ public final class NewsHub: Sendable {
     private let state = Mutex(State())
     /// The head's position alone, read on every sample of a live session without a lock.
     private let knownPosition = Atomic<FeedPosition>(0)
+    /// Where the fan-out's latency goes.
+    public let metrics: ServerMetrics
 
-    public init() {}
+    public init(metrics: ServerMetrics = ServerMetrics()) {
+        self.metrics = metrics
+    }
 
     /// The newest head reported so far.
     public var head: FeedHead? { state.withLock { $0.head } }
@@ -37,6 +41,7 @@ public final class NewsHub: Sendable {
     /// Moves the head forward to `head` and tells every event loop; returns once each loop
     /// has told its sessions, so a publish is answered after every open page has its news.
     public func advance(to head: FeedHead) async {
+        let moved = ContinuousClock.now
         let loops = state.withLock { state -> [LoopStreams] in
             guard head.position > state.head?.position ?? 0 else { return [] }
             state.head = head
@@ -44,8 +49,19 @@ public final class NewsHub: Sendable {
             knownPosition.store(head.position, ordering: .releasing)
             return Array(state.loops.values)
         }
-        let told = loops.map { streams in streams.loop.submit { streams.announce(head) } }
-        for loop in told { try? await loop.get() }
+        // Each loop says when its streams have written; the latency is the last of them, over
+        // the loops that had a session to tell.
+        let told = loops.map { streams in
+            streams.loop.submit {
+                let sessions = streams.announce(head)
+                return sessions > 0 ? ContinuousClock.now : nil
+            }
+        }
+        var last: ContinuousClock.Instant?
+        for loop in told {
+            if let written = (try? await loop.get()) ?? nil { last = max(last ?? written, written) }
+        }
+        if let last { metrics.newsFannedOut(in: last - moved) }
     }
 
     /// Reads the head from `feed` and moves to it: after a commit, everything up to the head
@@ -100,12 +116,15 @@ private final class LoopStreams: Sendable {
         self.loop = loop
     }
 
-    /// On `loop`: every session appends its news, and its streams here write it.
-    func announce(_ head: FeedHead) {
+    /// On `loop`: every session appends its news, and its streams here write it. Answers how
+    /// many sessions were told.
+    func announce(_ head: FeedHead) -> Int {
         let payloads = NewsPayloads(head: head)
-        for session in members.withLock({ Array($0.values) }) {
+        let sessions = members.withLock { Array($0.values) }
+        for session in sessions {
             session.headAdvanced(payloads)
         }
+        return sessions.count
     }
 }
 
@@ -118,8 +137,8 @@ struct LiveRead: Sendable {
     init(page: FeedPage) {
         self.page = page
         let op = ActionResult.Op.prepend.rawValue
-        more = EventData.items(action: nil, op: op, items: page.items, hasMore: true)
-        noMore = EventData.items(action: nil, op: op, items: page.items, hasMore: false)
+        more = EventData.items(action: nil, op: op, items: page.items, hasMore: true, head: page.head)
+        noMore = EventData.items(action: nil, op: op, items: page.items, hasMore: false, head: page.head)
     }
 
     /// The payload for a page that has older items to load or not.

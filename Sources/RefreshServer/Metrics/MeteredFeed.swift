@@ -1,0 +1,59 @@
+/// The feed store as the server's parts use it: every read or write that fails is counted,
+/// whichever part then catches the error (a route answering 500 or 503, a refresh that
+/// fails, the news hub that tries again later). Counting at the store rather than where
+/// errors are caught counts exactly the store's failures, not the upstream's or a client's.
+///
+/// `update` is passed through uncounted: it is mostly the upstream's work, and
+/// ``SharedUpdate`` counts its outcomes. A call cancelled by its caller is not a failure.
+struct MeteredFeed: FeedSource {
+    let base: any FeedSource
+    let metrics: ServerMetrics
+
+    init(_ base: any FeedSource, metrics: ServerMetrics) {
+        self.base = base
+        self.metrics = metrics
+    }
+
+    func update(progress: @escaping ProgressSink) async throws -> FeedUpdate {
+        try await base.update(progress: progress)
+    }
+
+    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage {
+        try await counted(.read) { try await base.newer(than: cursor, limit: limit) }
+    }
+
+    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
+        try await counted(.read) { try await base.older(than: cursor, through: position, limit: limit) }
+    }
+
+    func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
+        try await counted(.read) { try await base.added(after: position, limit: limit) }
+    }
+
+    func head() async throws -> FeedHead? {
+        try await counted(.read) { try await base.head() }
+    }
+
+    func publish(_ items: [FeedItem]) async throws -> [FeedItem] {
+        try await counted(.write) { try await base.publish(items) }
+    }
+
+    func item(id: String) async throws -> FeedItem? {
+        try await counted(.read) { try await base.item(id: id) }
+    }
+
+    func position(of id: String) async throws -> FeedPosition? {
+        try await counted(.read) { try await base.position(of: id) }
+    }
+
+    private func counted<Result: Sendable>(
+        _ operation: ServerMetrics.StoreOperation, _ call: () async throws -> Result
+    ) async throws -> Result {
+        do {
+            return try await call()
+        } catch {
+            if !(error is CancellationError), !Task.isCancelled { metrics.storeFailed(operation) }
+            throw error
+        }
+    }
+}

@@ -1,0 +1,28 @@
+import Hummingbird
+import NIOCore
+
+/// `GET /metrics`: the server's ``ServerMetrics`` in Prometheus's text format, version 0.0.4,
+/// gzipped for a scraper that accepts it. The gauges of sessions and open streams are read
+/// at each scrape.
+struct MetricsRoutes<Context: RequestContext>: Sendable {
+    let metrics: ServerMetrics
+    let sessions: SessionStore
+    let streams: StreamGate
+
+    static var contentType: String { "text/plain; version=0.0.4; charset=utf-8" }
+
+    func register(on router: Router<Context>) {
+        router.get("metrics", use: scrape)
+    }
+
+    @Sendable func scrape(_ request: Request, context: Context) async throws -> Response {
+        var body = metrics.exposition(sessions: sessions.count, openStreams: streams.openStreams)
+        var headers: HTTPFields = [.contentType: Self.contentType, .cacheControl: "no-store", .vary: "Accept-Encoding"]
+        if Gzip.accepted(by: request.head), let compressed = Gzip.compress(body) {
+            headers[.contentEncoding] = "gzip"
+            body = compressed
+        }
+        headers[.contentLength] = String(body.readableBytes)
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: body))
+    }
+}
