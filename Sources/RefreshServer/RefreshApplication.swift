@@ -14,15 +14,19 @@ public enum RefreshApplication {
     /// - Parameters:
     ///   - feed: where items come from; by default the SQLite store of `configuration.database`,
     ///     pulling `configuration.feeds`, seeded with demo items on first start if configured.
+    ///   - metrics: where the server counts, served at `GET /metrics`; each server its own.
     ///   - onServerRunning: called with the bound port once listening (useful with port 0).
     public static func build(
         configuration: ServerConfiguration,
         feed: (any FeedSource)? = nil,
+        metrics: ServerMetrics = ServerMetrics(),
         logger: Logger = Logger(label: "refresh-server"),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> ServiceGroup {
-        let feed = try feed ?? defaultFeed(configuration)
-        let news = NewsHub()
+        try configuration.validate()
+        let news = NewsHub(metrics: metrics)
+        let store = try feed.map { Store(feed: $0, services: [], listener: nil) } ?? defaultStore(configuration, news: news, logger: logger)
+        let feed = MeteredFeed(store.feed, metrics: metrics)
         let runner = ActionRunner(feed: feed, news: news, configuration: configuration)
         let sessions = SessionStore(runner: runner, limits: configuration)
         let streams = StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient)
@@ -31,9 +35,10 @@ public enum RefreshApplication {
 
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: ErrorMiddleware())
-        HealthRoutes(feed: feed, deadline: .seconds(2)).register(on: router)
-        SessionRoutes(sessions: sessions, configuration: configuration).register(on: router)
+        HealthRoutes(feed: feed, listener: store.listener, deadline: .seconds(2)).register(on: router)
+        SessionRoutes(sessions: sessions, feed: feed, configuration: configuration).register(on: router)
         ItemRoutes(feed: feed, news: news, configuration: configuration).register(on: router)
+        MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams).register(on: router)
         let serveFile: @Sendable (Request, ServerRequestContext) async throws -> Response = { request, _ in
             guard let response = try files.response(path: request.uri.path, request: request) else {
                 throw APIError(.notFound, "not_found", "Nothing at \(request.uri.path).")
@@ -46,10 +51,10 @@ public enum RefreshApplication {
         router.head("**", use: serveFile)
 
         let responder = router.buildResponder()
-        let group: any EventLoopGroup = configuration.eventLoops.map { MultiThreadedEventLoopGroup(numberOfThreads: $0) }
-            ?? MultiThreadedEventLoopGroup.singleton
+        let ownGroup = configuration.eventLoops.map { MultiThreadedEventLoopGroup(numberOfThreads: $0) }
+        let group: any EventLoopGroup = ownGroup ?? MultiThreadedEventLoopGroup.singleton
         let routes = HotRoutes(
-            sessions: sessions, streams: streams, proxies: proxies, configuration: configuration, logger: logger
+            sessions: sessions, streams: streams, proxies: proxies, configuration: configuration, logger: logger, metrics: metrics
         ) { request, source in
             try await responder.respond(to: request, context: ServerRequestContext(source: source))
         }
@@ -57,16 +62,33 @@ public enum RefreshApplication {
             host: configuration.host, port: configuration.port, group: group, maxHeadBytes: configuration.maxHeadBytes,
             steerByClient: configuration.steerByClient, logger: logger, makeHandler: { ConnectionHandler(routes: routes) }, onServerRunning: onServerRunning)
         let maintenance = SessionMaintenance(sessions: sessions, news: news, feed: feed, keepaliveInterval: configuration.keepaliveInterval)
-        return ServiceGroup(configuration: .init(services: [maintenance, server], logger: logger))
+        let groupCloser: [any Service] = ownGroup.map { [EventLoopGroupCloser(group: $0)] } ?? []
+        return ServiceGroup(configuration: .init(services: groupCloser + store.services + [maintenance, server], logger: logger))
     }
 
-    static func defaultFeed(_ configuration: ServerConfiguration) throws -> SQLiteFeed {
+    /// The feed and what must run beside it.
+    struct Store {
+        var feed: any FeedSource
+        var services: [any Service]
+        /// With PostgreSQL: the connection that brings other instances' news.
+        var listener: HeadListener?
+    }
+
+    static func defaultStore(_ configuration: ServerConfiguration, news: NewsHub, logger: Logger) throws -> Store {
         let upstreams = try configuration.feeds.isEmpty
-            ? nil : UpstreamSet(urls: configuration.feeds, maxBytes: configuration.maxFeedBytes, timeout: configuration.feedTimeout)
+            ? nil : UpstreamSet(urls: configuration.feeds, maxBytes: configuration.maxFeedBytes, timeout: configuration.feedTimeout, metrics: news.metrics)
+        let seed = configuration.demo ?? configuration.feeds.isEmpty
+        if PostgresLocation.isPostgresURL(configuration.database) {
+            let feed = try PostgresFeed(url: configuration.database, upstreams: upstreams, logger: logger)
+            let listener = HeadListener(
+                feed: feed, news: news, pollInterval: configuration.headPollInterval, logger: logger,
+                onReconnect: { [metrics = news.metrics] in metrics.notificationReconnected() })
+            return Store(feed: feed, services: [PostgresFeed.Runner(feed: feed, seed: seed ? DemoItems.make() : nil, logger: logger), listener], listener: listener)
+        }
         let store = try SQLiteFeed(path: configuration.database, upstreams: upstreams)
-        if configuration.demo ?? configuration.feeds.isEmpty, try store.isEmpty {
+        if seed, try store.isEmpty {
             try store.seed(DemoItems.make())
         }
-        return store
+        return Store(feed: store, services: [], listener: nil)
     }
 }

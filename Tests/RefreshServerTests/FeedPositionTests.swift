@@ -9,6 +9,13 @@ enum Store: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case memory
     case sqliteInMemory
     case sqliteFile
+    case postgres
+
+    /// Every store this run can check: PostgreSQL when a test server is given (or required).
+    static var allCases: [Store] { [.memory, .sqliteInMemory, .sqliteFile] + (TestPostgres.isRequired ? [.postgres] : []) }
+
+    /// The stores that persist, and so can be shared by writers that race.
+    static var durable: [Store] { allCases.filter { $0 != .sqliteInMemory } }
 
     func make(items: [FeedItem] = []) async throws -> any FeedSource {
         let feed: any FeedSource =
@@ -16,6 +23,7 @@ enum Store: String, CaseIterable, CustomTestStringConvertible, Sendable {
             case .memory: MemoryFeed()
             case .sqliteInMemory: try SQLiteFeed(path: ":memory:")
             case .sqliteFile: try SQLiteFeed(path: temporaryDatabase())
+            case .postgres: try await TestPostgres.freshFeed()
             }
         if !items.isEmpty { _ = try await feed.publish(items) }
         return feed
@@ -75,7 +83,7 @@ enum Store: String, CaseIterable, CustomTestStringConvertible, Sendable {
     /// Writers race; a reader that has seen position p asks what came after it, again and
     /// again. Visible in order means it never misses an item and never sees one twice, and
     /// dense means every answer holds exactly `head − p` items.
-    @Test(arguments: [Store.memory, Store.sqliteFile])
+    @Test(arguments: Store.durable)
     func concurrentWritersNeverHideAnItemBelowAPositionSeen(store: Store) async throws {
         let feed = try await store.make()
         let writers = 4

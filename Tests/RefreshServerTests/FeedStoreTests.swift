@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 @testable import RefreshServer
 
@@ -6,7 +7,9 @@ func temporaryDatabase() -> String {
     FileManager.default.temporaryDirectory.appendingPathComponent("feed-\(UUID().uuidString)/refresh.sqlite").path
 }
 
-@Suite struct SQLiteFeedTests {
+@Suite struct FeedStoreTests {
+    let logger = Logger(label: "test")
+
     @Test func migrationsRunOnceInOrderAndSurviveReopening() throws {
         let path = temporaryDatabase()
         let first = try SQLiteFeed(path: path)
@@ -15,8 +18,9 @@ func temporaryDatabase() -> String {
         #expect(try again.appliedMigrations() == ["v1: items", "v2: upstream validators", "v3: feed positions"])
     }
 
-    @Test func pagesThroughTiesWithoutSkippingOrRepeating() async throws {
-        let feed = try SQLiteFeed(path: ":memory:")
+    @Test(arguments: Store.allCases)
+    func pagesThroughTiesWithoutSkippingOrRepeating(store: Store) async throws {
+        let feed = try await store.make()
         let all = (0..<23).map { FeedItem(id: "id-\($0 % 7)-\($0)", title: "t\($0)", published: Timestamp(milliseconds: Int64($0 / 4) * 1000)) }
         _ = try await feed.publish(all.shuffled())
         let seen = try await allIDsByPaging(feed, limit: 5)
@@ -31,8 +35,9 @@ func temporaryDatabase() -> String {
         #expect(gap.hasMore)
     }
 
-    @Test func upsertReplacesByIDAndCountsOnlyNewOnes() async throws {
-        let feed = try SQLiteFeed(path: ":memory:")
+    @Test(arguments: Store.allCases.filter { $0 != .memory })
+    func upsertReplacesByIDAndCountsOnlyNewOnes(store: Store) async throws {
+        let feed = try #require(try await store.make() as? any FeedSource & UpstreamStore)
         #expect(try await feed.store(items(3)) == 3)
         var edited = items(4)
         edited[0].title = "edited"
@@ -53,8 +58,9 @@ func temporaryDatabase() -> String {
         #expect(item == FeedItem(id: "kept", title: "Kept", summary: "s", link: "https://example.com/kept", author: "a", published: Timestamp(milliseconds: 5)))
     }
 
-    @Test func readersGoOnWhileTheWriterWrites() async throws {
-        let feed = try SQLiteFeed(path: temporaryDatabase())
+    @Test(arguments: Store.durable)
+    func readersGoOnWhileTheWriterWrites(store: Store) async throws {
+        let feed = try await store.make()
         _ = try await feed.publish(items(10, prefix: "base"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -82,15 +88,16 @@ func temporaryDatabase() -> String {
         let path = temporaryDatabase()
         var configuration = ServerConfiguration()
         configuration.database = path
-        let first = try RefreshApplication.defaultFeed(configuration)
+        let first = try RefreshApplication.defaultStore(configuration, news: NewsHub(), logger: logger).feed
         let seeded = try await first.older(than: nil, limit: 1000).items.count
         #expect(seeded == DemoItems.make().count)
         _ = try await first.publish([FeedItem(id: "mine", title: "mine", published: .now())])
-        let second = try RefreshApplication.defaultFeed(configuration)
+        let second = try RefreshApplication.defaultStore(configuration, news: NewsHub(), logger: logger).feed
         #expect(try await second.older(than: nil, limit: 1000).items.count == seeded + 1)
         configuration.database = ":memory:"
         configuration.feeds = ["http://127.0.0.1:9/feed"]
-        #expect(try RefreshApplication.defaultFeed(configuration).isEmpty, "no demo when upstream feeds are given")
+        let upstreamOnly = try RefreshApplication.defaultStore(configuration, news: NewsHub(), logger: logger).feed
+        #expect(try await upstreamOnly.head() == nil, "no demo when upstream feeds are given")
     }
 }
 

@@ -145,6 +145,7 @@ private struct JitteredReads: FeedSource {
     func head() async throws -> FeedHead? { try await store.head() }
     func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await store.publish(items) }
     func item(id: String) async throws -> FeedItem? { try await store.item(id: id) }
+    func position(of id: String) async throws -> FeedPosition? { try await store.position(of: id) }
 }
 
 /// A stream that keeps its place in the session but writes nothing: the test reads the

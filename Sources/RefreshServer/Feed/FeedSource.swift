@@ -59,11 +59,23 @@ public protocol FeedSource: Sendable {
     func publish(_ items: [FeedItem]) async throws -> [FeedItem]
     /// The item with this id, to turn ids given by clients into cursors.
     func item(id: String) async throws -> FeedItem?
+    /// The position the item with this id took, to know what a page showing it has seen.
+    func position(of id: String) async throws -> FeedPosition?
 }
 
 extension FeedSource {
     /// Items strictly older than `cursor`, whenever they came.
     public func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage {
         try await older(than: cursor, through: nil, limit: limit)
+    }
+}
+
+/// The store cannot be reached or failed, so nothing was read or stored: answered `503`
+/// with `Retry-After`, since the same request may well succeed shortly.
+public struct FeedStoreUnavailable: Error, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
     }
 }

@@ -101,4 +101,8 @@ public final class MemoryFeed: FeedSource {
     public func item(id: String) async throws -> FeedItem? {
         storage.withLock { $0.byID[id] }
     }
+
+    public func position(of id: String) async throws -> FeedPosition? {
+        storage.withLock { $0.positions[id] }
+    }
 }

@@ -6,7 +6,7 @@ import GRDB
 ///
 /// A `DatabasePool` runs in WAL mode: one writer, readers in parallel, so paging never waits
 /// for a refresh that is storing items.
-public final class SQLiteFeed: FeedSource {
+public final class SQLiteFeed: FeedSource, UpstreamStore {
     private let database: any DatabaseWriter
     private let upstreams: UpstreamSet?
 
@@ -135,6 +135,12 @@ public final class SQLiteFeed: FeedSource {
     public func item(id: String) async throws -> FeedItem? {
         try await database.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM item WHERE id = ?", arguments: [id]).map(Self.item)
+        }
+    }
+
+    public func position(of id: String) async throws -> FeedPosition? {
+        try await database.read { db in
+            try FeedPosition.fetchOne(db, sql: "SELECT position FROM item WHERE id = ?", arguments: [id])
         }
     }
 

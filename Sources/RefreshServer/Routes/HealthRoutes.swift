@@ -1,9 +1,11 @@
 import Hummingbird
 
 /// `/healthz` says the process answers; `/readyz` says it can serve, which a load balancer
-/// asks before sending it pages: the store answers within a deadline.
+/// asks before sending it pages: the store answers within a deadline and, with PostgreSQL,
+/// the connection that brings other instances' news is up.
 struct HealthRoutes<Context: RequestContext>: Sendable {
     let feed: any FeedSource
+    let listener: HeadListener?
     /// How long the store may take to answer before the server counts as not ready.
     let deadline: Duration
 
@@ -13,6 +15,9 @@ struct HealthRoutes<Context: RequestContext>: Sendable {
     }
 
     @Sendable func ready(_ request: Request, context: Context) async throws -> Response {
+        if let listener, !listener.isListening {
+            throw APIError(.serviceUnavailable, "notifications_unavailable", "The connection that brings news from other instances is down.", retryAfter: 5)
+        }
         do {
             try await withThrowingTaskGroup(of: Bool.self) { group in
                 group.addTask { [feed] in

@@ -29,7 +29,7 @@ public final class SessionStore: Sendable {
 
     /// A new session for `client` (its address, see ``TrustedProxies``).
     func create(config: RefreshConfig, client: String) throws(APIError) -> Session {
-        let session = Session(id: Self.newID(), config: config, client: client, runner: runner, limits: limits, now: .now)
+        let session = Session(id: Self.newID(instance: limits.instanceName), config: config, client: client, runner: runner, limits: limits, now: .now)
         try registry.withLock { (registry) throws(APIError) in
             guard registry.sessions.count < limits.maxSessions else {
                 throw APIError(
@@ -80,8 +80,10 @@ public final class SessionStore: Sendable {
         for session in registry.withLock({ Array($0.sessions.values) }) { session.tick() }
     }
 
-    /// 128 random bits, hex: unguessable, so a session id is its own capability.
-    private static func newID() -> String {
+    /// 128 random bits, hex: unguessable, so a session id is its own capability. Behind a
+    /// front shared by several instances, the instance's name comes first (`NAME.HEX`), so
+    /// the front sends the session's requests to the instance that holds it.
+    static func newID(instance: String?) -> String {
         var generator = SystemRandomNumberGenerator()
         let high = generator.next() as UInt64
         let low = generator.next() as UInt64
@@ -89,6 +91,7 @@ public final class SessionStore: Sendable {
             let digits = String(value, radix: 16)
             return String(repeating: "0", count: 16 - digits.count) + digits
         }
-        return pad(high) + pad(low)
+        let random = pad(high) + pad(low)
+        return instance.map { "\($0).\(random)" } ?? random
     }
 }

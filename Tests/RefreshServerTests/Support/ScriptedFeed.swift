@@ -61,6 +61,7 @@ final class ScriptedFeed: FeedSource {
     }
     func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }
     func item(id: String) async throws -> FeedItem? { try await memory.item(id: id) }
+    func position(of id: String) async throws -> FeedPosition? { try await memory.position(of: id) }
 }
 
 func items(_ count: Int, from newest: Int64 = 1_800_000_000_000, prefix: String = "item") -> [FeedItem] {

@@ -10,6 +10,14 @@ struct UpstreamValidators: Sendable, Equatable {
     var lastModified: String?
 }
 
+/// Where a refresh stores what it pulled, and what each feed said about its version.
+protocol UpstreamStore: Sendable {
+    /// Upserts by id in one transaction; answers how many ids were new.
+    func store(_ items: [FeedItem]) async throws -> Int
+    func validators(for url: String) async throws -> UpstreamValidators
+    func saveValidators(_ validators: UpstreamValidators, for url: String) async throws
+}
+
 /// An upstream that could not be read, in words a person understands.
 public struct UpstreamError: Error, Sendable, CustomStringConvertible {
     public let description: String
@@ -22,12 +30,16 @@ public final class UpstreamSet: Sendable {
     public let urls: [String]
     let maxBytes: Int
     let timeout: Duration
+    /// Counts and times each feed's fetch.
+    let metrics: ServerMetrics?
     private let client: HTTPClient
 
     /// - Parameters:
     ///   - maxBytes: a feed larger than this fails the refresh instead of filling memory.
     ///   - timeout: the longest a whole download may take.
-    public init(urls: [String], maxBytes: Int = 10 * 1024 * 1024, timeout: Duration = .seconds(20)) throws {
+    public init(
+        urls: [String], maxBytes: Int = 10 * 1024 * 1024, timeout: Duration = .seconds(20), metrics: ServerMetrics? = nil
+    ) throws {
         for url in urls {
             guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
                 parsed.host != nil
@@ -36,6 +48,7 @@ public final class UpstreamSet: Sendable {
         self.urls = urls
         self.maxBytes = maxBytes
         self.timeout = timeout
+        self.metrics = metrics
         var configuration = HTTPClient.Configuration()
         configuration.timeout = .init(connect: .seconds(10), read: .seconds(15))
         configuration.decompression = .enabled(limit: .size(maxBytes))
@@ -47,7 +60,7 @@ public final class UpstreamSet: Sendable {
         try? client.syncShutdown()
     }
 
-    func refresh(into store: SQLiteFeed, progress: @escaping ProgressSink) async throws -> FeedUpdate {
+    func refresh(into store: some UpstreamStore, progress: @escaping ProgressSink) async throws -> FeedUpdate {
         let fractions = Mutex([Double](repeating: 0, count: urls.count))
         let report: @Sendable (Int, Double, String, String) -> Void = { index, fraction, stage, message in
             let combined = fractions.withLock { fractions in
@@ -60,8 +73,15 @@ public final class UpstreamSet: Sendable {
         let results = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
             for (index, url) in urls.enumerated() {
                 group.addTask {
-                    let added = try await self.refresh(url, into: store) { report(index, $0, $1, $2) }
-                    return (index, added)
+                    let started = ContinuousClock.now
+                    do {
+                        let added = try await self.refresh(url, into: store) { report(index, $0, $1, $2) }
+                        self.metrics?.upstreamFetched(.completed, in: .now - started)
+                        return (index, added)
+                    } catch {
+                        self.metrics?.upstreamFetched(Task.isCancelled ? .cancelled : .failed, in: .now - started)
+                        throw error
+                    }
                 }
             }
             var added = [Int](repeating: 0, count: urls.count)
@@ -74,7 +94,7 @@ public final class UpstreamSet: Sendable {
     }
 
     /// One feed: download, parse, store; answers how many items were new.
-    private func refresh(_ url: String, into store: SQLiteFeed, report: @escaping @Sendable (Double, String, String) -> Void) async throws -> Int {
+    private func refresh(_ url: String, into store: some UpstreamStore, report: @escaping @Sendable (Double, String, String) -> Void) async throws -> Int {
         let host = Self.host(url)
         report(0, "connecting", "Connecting to \(host)…")
         let validators = try await store.validators(for: url)

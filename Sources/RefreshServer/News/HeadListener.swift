@@ -1,0 +1,97 @@
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// Brings the head other instances moved to this one: a connection of its own `LISTEN`s on
+/// the feed's channel, and each notification (a wake-up carrying the new head, never the
+/// items) makes the hub read the head and tell its sessions.
+///
+/// Nothing is lost between notifications: after every (re)connection the listener reads the
+/// head before waiting, so whatever committed while it was away is told then; the hub moves
+/// only forward, so nothing is told twice. A slow poll of the head runs beside it, as a
+/// safety net for a notification that never came. While the connection is down, the
+/// instance says it is not ready (``isListening``) and tries again with a growing backoff.
+final class HeadListener: Service, Sendable {
+    private let feed: PostgresFeed
+    private let news: NewsHub
+    private let pollInterval: Duration
+    private let logger: Logger
+    private let listening = Atomic<Bool>(false)
+    private let reconnects = Atomic<Int>(0)
+    /// Called after each reconnection (not the first connection).
+    private let onReconnect: @Sendable () -> Void
+
+    init(feed: PostgresFeed, news: NewsHub, pollInterval: Duration, logger: Logger, onReconnect: @escaping @Sendable () -> Void = {}) {
+        self.feed = feed
+        self.news = news
+        self.pollInterval = pollInterval
+        self.logger = logger
+        self.onReconnect = onReconnect
+    }
+
+    /// The notification connection is up and listening.
+    var isListening: Bool { listening.load(ordering: .relaxed) }
+
+    /// Times the connection was lost and made again.
+    var reconnectCount: Int { reconnects.load(ordering: .relaxed) }
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await self.listen() }
+                group.addTask { await self.poll() }
+            }
+        }
+    }
+
+    private func listen() async {
+        var backoff = Self.firstBackoff
+        var connectedBefore = false
+        while !Task.isCancelled {
+            do {
+                try await feed.migrated()
+                try await feed.client.withConnection { connection in
+                    try await connection.listen(on: PostgresFeed.notificationChannel) { notifications in
+                        self.listening.store(true, ordering: .relaxed)
+                        if connectedBefore {
+                            self.reconnects.add(1, ordering: .relaxed)
+                            self.onReconnect()
+                            self.logger.notice("Listening for news again")
+                        }
+                        connectedBefore = true
+                        backoff = Self.firstBackoff
+                        // Whatever committed while nobody listened.
+                        await self.news.catchUp(with: self.feed)
+                        for try await notification in notifications {
+                            // A burst of commits: the first read reaches the newest head.
+                            if let head = FeedPosition(notification.payload), head <= self.news.position { continue }
+                            await self.news.catchUp(with: self.feed)
+                        }
+                    }
+                }
+                listening.store(false, ordering: .relaxed)
+            } catch {
+                listening.store(false, ordering: .relaxed)
+                if Task.isCancelled { return }
+                logger.warning(
+                    "The news connection to PostgreSQL failed; trying again",
+                    metadata: ["error": "\(String(reflecting: error))", "retryIn": "\(backoff)"])
+            }
+            try? await Task.sleep(for: backoff)
+            backoff = min(backoff * 2, Self.longestBackoff)
+        }
+    }
+
+    /// Reads the head now and then, whatever the notifications say.
+    private func poll() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: pollInterval)
+            if Task.isCancelled { return }
+            await news.catchUp(with: feed)
+        }
+    }
+
+    static let firstBackoff: Duration = .milliseconds(100)
+    static let longestBackoff: Duration = .seconds(5)
+}

@@ -1,0 +1,180 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+import Testing
+@testable import RefreshServer
+
+/// What PostgreSQL adds to the feed contract (which `Store.postgres` checks with the other
+/// stores): several instances on one database, news between them, one upstream refresh.
+@Suite(.enabled(if: TestPostgres.isRequired, "PTR_TEST_POSTGRES names no PostgreSQL server"))
+struct PostgresFeedTests {
+    @Test func instancesStartingTogetherMigrateOnceAndShareWhatEachWrites() async throws {
+        let url = try await TestPostgres.freshDatabase()
+        let instances = try (0..<3).map { _ in try TestPostgres.feed(url: url) }
+        let applied = try await withThrowingTaskGroup(of: [String].self) { group in
+            for feed in instances { group.addTask { try await feed.appliedMigrations() } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(applied == Array(repeating: PostgresFeed.migrations.map(\.name), count: 3))
+
+        let item = FeedItem(id: "kept", title: "Kept", summary: "s", link: "https://example.com/kept", author: "a", published: Timestamp(milliseconds: 5))
+        _ = try await instances[0].publish([item])
+        #expect(try await instances[1].item(id: "kept") == item)
+        #expect(try await instances[2].head() == FeedHead(position: 1, item: item))
+    }
+
+    @Test func aCommitReachesAnotherInstanceAndALostConnectionCatchesUpOnReturn() async throws {
+        let url = try await TestPostgres.freshDatabase()
+        let writer = try TestPostgres.feed(url: url)
+        let (reader, news, listener) = try listening(url: url, poll: .seconds(600))
+        let running = Task { try await listener.run() }
+        defer { running.cancel() }
+        try await eventually("the listener connects") { listener.isListening }
+
+        _ = try await writer.publish(items(2, prefix: "first"))
+        try await eventually("the head reaches the other instance") { news.position == 2 }
+        #expect(news.head?.item.id == "first-0")
+
+        // Every LISTEN connection dropped, as a PostgreSQL restart or a network cut would.
+        let terminated = try await terminateListeners(writer)
+        #expect(terminated >= 1)
+        _ = try await writer.publish(items(1, from: 1_900_000_000_000, prefix: "during"))
+        try await eventually("the listener is back") { listener.reconnectCount >= 1 && listener.isListening }
+        try await eventually("what came while it was away arrives") { news.position == 3 }
+        _ = try await writer.publish(items(1, from: 1_950_000_000_000, prefix: "after"))
+        try await eventually("and so does what comes after") { news.position == 4 }
+        #expect(try await reader.head()?.item.id == "after-0")
+    }
+
+    @Test func theSlowPollFindsAHeadNobodyNotified() async throws {
+        let url = try await TestPostgres.freshDatabase()
+        let writer = try TestPostgres.feed(url: url)
+        let (_, news, listener) = try listening(url: url, poll: .milliseconds(200))
+        let running = Task { try await listener.run() }
+        defer { running.cancel() }
+        try await eventually("the listener connects") { listener.isListening }
+        // A commit that moves the head without NOTIFY: only the poll can see it.
+        try await writer.client.withTransaction(logger: TestPostgres.logger) { connection in
+            try await connection.query("""
+                INSERT INTO item (id, title, published, position) VALUES ('quiet', 'Quiet', 1, 1)
+                """, logger: TestPostgres.logger)
+            try await connection.query("UPDATE feed_head SET position = 1", logger: TestPostgres.logger)
+        }
+        try await eventually("the poll finds it") { news.position == 1 }
+    }
+
+    @Test func anUpstreamRefreshRunsOnceAcrossInstancesAndTheOthersJoinIt() async throws {
+        let url = try await TestPostgres.freshDatabase()
+        try await Upstream.run { port, log in
+            let upstreams = { try UpstreamSet(urls: ["http://127.0.0.1:\(port)/feed"]) }
+            let first = try TestPostgres.feed(url: url, upstreams: try upstreams())
+            let second = try TestPostgres.feed(url: url, upstreams: try upstreams())
+            _ = try await first.appliedMigrations()
+            let (downloading, started) = AsyncStream<Void>.makeStream()
+            let stages = Stages()
+            async let firstUpdate = first.update { progress in
+                if progress.stage == "downloading" { started.yield() }
+            }
+            _ = await downloading.first(where: { _ in true })
+            let joined = try await second.update { stages.append($0.stage) }
+            let update = try await firstUpdate
+            #expect(update.added == 12)
+            #expect(joined.added == 0, "the items came by the other instance")
+            #expect(stages.all.first == "waiting")
+            #expect(log.requests.withLock { $0.count } == 1, "one download for the cluster")
+            #expect(try await second.added(after: 0, limit: 100).items.count == 12, "and they are in the shared feed")
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func listening(url: String, poll: Duration) throws -> (PostgresFeed, NewsHub, HeadListener) {
+        let feed = try TestPostgres.feed(url: url)
+        let news = NewsHub()
+        return (feed, news, HeadListener(feed: feed, news: news, pollInterval: poll, logger: TestPostgres.logger))
+    }
+
+    private func terminateListeners(_ feed: PostgresFeed) async throws -> Int {
+        let rows = try await feed.client.query("""
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'LISTEN%'
+            """, logger: TestPostgres.logger)
+        var count = 0
+        for try await terminated in rows.decode(Bool.self) where terminated { count += 1 }
+        return count
+    }
+}
+
+/// Progress stages as they came, from whichever thread.
+private final class Stages: Sendable {
+    private let stages = Mutex<[String]>([])
+    func append(_ stage: String) { stages.withLock { $0.append(stage) } }
+    var all: [String] { stages.withLock { $0 } }
+}
+
+/// Waits up to 10 s for `condition`.
+func eventually(_ what: String, _ condition: @Sendable () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else { throw TestFailure("\(what): not within 10 s") }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+}
+
+@Suite struct PostgresLocationTests {
+    @Test func readsEveryPartOfAURL() throws {
+        let location = try PostgresLocation(url: "postgres://app:s%40cret@db.example:6543/feed?sslmode=require")
+        #expect(location == PostgresLocation(user: "app", password: "s@cret", host: "db.example", port: 6543, database: "feed", tls: .require))
+        let plain = try PostgresLocation(url: "postgresql://ptr@127.0.0.1/ptr")
+        #expect(plain.port == 5432)
+        #expect(plain.password == nil)
+        #expect(plain.tls == .prefer)
+    }
+
+    @Test(arguments: [
+        ("postgres://127.0.0.1/db", "no user"),
+        ("postgres://u@/db", "no host"),
+        ("postgres://u@h", "no database"),
+        ("postgres://u@h/db?sslmode=sometimes", "sslmode"),
+        ("postgres://u@h/db?pool=3", "'pool'"),
+        ("mysql://u@h/db", "postgres://USER"),
+    ])
+    func aBadURLSaysWhatIsWrongWithoutEchoingIt(url: String, expected: String) {
+        #expect {
+            _ = try PostgresLocation(url: url)
+        } throws: { error in
+            "\(error)".contains(expected)
+        }
+    }
+}
+
+/// A server whose PostgreSQL cannot be reached: alive, not ready, and a publish is refused
+/// as unavailable rather than lost or failed with a 500.
+@Suite struct UnreachablePostgresTests {
+    @Test func theServerSaysItIsNotReadyAndRefusesPublishesWith503() async throws {
+        let configuration = TestServer.configuration { $0.database = "postgres://ptr@127.0.0.1:1/ptr?sslmode=disable" }
+        try await TestServer.run(configuration) { server in
+            #expect(try await server.get("/healthz").status == 200)
+            let ready = try await server.get("/readyz")
+            #expect(ready.status == 503)
+            #expect(ready.json["error"] as? String == "notifications_unavailable")
+            #expect(ready.headers.first(name: "Retry-After") == "5")
+            let publish = try await server.post("/api/items", #"{"title": "lost?"}"#)
+            #expect(publish.status == 503)
+            #expect(publish.json["error"] as? String == "store_unavailable")
+        }
+    }
+}
+
+extension PostgresLocation {
+    init(user: String, password: String?, host: String, port: Int, database: String, tls: TLSMode) {
+        self = try! PostgresLocation(url: "postgres://x@h/d")
+        self.user = user
+        self.password = password
+        self.host = host
+        self.port = port
+        self.database = database
+        self.tls = tls
+    }
+}
