@@ -84,7 +84,9 @@ element.addEventListener("ptr-reset", () => {
   updatePositions();
 });
 
-element.addEventListener("ptr-session", () => {
+element.addEventListener("ptr-session", (event) => {
+  // A resumed session continues this list; another starts it over.
+  if (event.detail.resumed) return;
   feed.replaceChildren();
   shown.clear();
   updatePositions();

@@ -8,6 +8,11 @@
 // `ptr-state`, `ptr-news` ({count, newest, head}), `ptr-session` and `ptr-connection`
 // events; the page renders the items. Methods: refresh(), loadMore(), cancelRefresh().
 //
+// When its session is gone (the server restarted, or the instance holding it died behind
+// a front), the element starts one that continues the list it shows: `ptr-session` then
+// has `resumed: true`, the items stay, and what came meanwhile arrives as news (or live).
+// Without `resumed`, the list starts over.
+//
 // `news` says how the page hears of items the feed gained after what it shows: "badge"
 // (the default) offers a "N new items" button at the top of the list, which scrolls up and
 // refreshes; "live" has the server prepend them while the list rests at the top (and offers
@@ -77,6 +82,10 @@ export class PullToRefreshElement extends HTMLElement {
   #hasMore = true;
   #lastFailed = null;
   #layout = null;
+  /** What the list shows, as the server said: the feed position its items are up to date
+   *  with (`head` of the last `items` that brought it up to date) and its last item's id.
+   *  A session that replaces a lost one continues this list instead of starting over. */
+  #shows = { head: null, oldest: null };
 
   connectedCallback() {
     if (this.#session) return;
@@ -107,6 +116,7 @@ export class PullToRefreshElement extends HTMLElement {
       api: this.getAttribute("api") || "/api",
       preset: this.getAttribute("preset") || "default",
       config: { news: NEWS_MODES.includes(news) ? news : "badge" },
+      shows: () => (this.#shows.head != null && this.#shows.oldest != null ? { ...this.#shows } : null),
     });
     this.#wireSession();
     this.#gesture = new GestureCapture(this.scroller, {
@@ -227,7 +237,9 @@ export class PullToRefreshElement extends HTMLElement {
       if (!event.detail.config.prefetch && this.#itemCount() === 0) this.loadMore();
     });
     session.addEventListener("session", (event) => {
-      // The new session's list starts over from the newest items.
+      // A resumed session continues the list (and tells of what came meanwhile); any other
+      // starts over from the newest items.
+      if (!event.detail.resumed) this.#shows = { head: null, oldest: null };
       this.#clearNews();
       this.#emit("session", event.detail);
     });
@@ -242,8 +254,10 @@ export class PullToRefreshElement extends HTMLElement {
       this.#emit("progress", event.detail);
     });
     session.addEventListener("items", (event) => {
-      const { op, items, actionId, hasMore } = event.detail;
+      const { op, items, actionId, hasMore, head } = event.detail;
       this.#hasMore = hasMore;
+      if (head != null) this.#shows.head = head;
+      if (items.length > 0 && (op === "append" || this.#shows.oldest == null)) this.#shows.oldest = items[items.length - 1].id;
       // New items on top are the ones the button offered (a refresh brings exactly those;
       // a live page got them without asking): a later `news` offers what is left.
       if (op === "prepend") this.#clearNews();
@@ -271,6 +285,7 @@ export class PullToRefreshElement extends HTMLElement {
     });
     session.addEventListener("reset", (event) => {
       this.#hasMore = true;
+      this.#shows = { head: null, oldest: null };
       this.#clearNews();
       this.#emit("reset", event.detail);
     });

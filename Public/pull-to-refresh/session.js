@@ -162,11 +162,15 @@ export class RefreshSession extends EventTarget {
   #replacing = null;
   #closed = false;
 
-  constructor({ api = "/api", preset = "default", config } = {}) {
+  /** @param {object} options
+   *  @param {() => ({head: number, oldest: string} | null)} [options.shows]  what the page's
+   *  list shows; a session that replaces a lost one is asked to continue it. */
+  constructor({ api = "/api", preset = "default", config, shows = () => null } = {}) {
     super();
     this.api = api;
     this.preset = preset;
     this.overrides = config;
+    this.shows = shows;
     this.id = null;
     this.config = null;
     this.queue = new SampleQueue((sample) => this.#post(sample));
@@ -211,6 +215,8 @@ export class RefreshSession extends EventTarget {
   async #create() {
     const body = { preset: this.preset };
     if (this.overrides) body.config = this.overrides;
+    const resume = this.shows();
+    if (resume) body.resume = resume;
     this.#report("connecting");
     let backoff = FIRST_BACKOFF_MS;
     for (;;) {
@@ -366,7 +372,8 @@ export class RefreshSession extends EventTarget {
     this.#retryLater(reply);
   }
 
-  /** The server forgot the session (restart, expiry): start a new one; the list restarts. */
+  /** The server forgot the session (restart, expiry, its instance gone): start a new one,
+   *  which continues the list when the server can (the `session` event says `resumed`). */
   #replace() {
     if (this.#replacing) return this.#replacing;
     clearTimeout(this.#retryTimer);

@@ -68,6 +68,59 @@ import Testing
         }
     }
 
+    /// A page whose session is gone (its instance died, or forgot it) starts one elsewhere
+    /// that continues its list: told of exactly what came meanwhile, and paging on below
+    /// its last item, with nothing twice.
+    @Test func aResumedSessionContinuesThePagesListFromItsHead() async throws {
+        try await TestServer.run(feed: MemoryFeed(items: items(30))) { server in
+            let (lost, stream) = try await server.watchedSession(#"{"config":{"news":"badge"}}"#)
+            #expect(try await server.post("/api/sessions/\(lost)/load-more").status == 202)
+            let page = try #require(try await stream.events(until: "done").first { $0.event == "items" })
+            let head = try #require(page.json["head"] as? Int, "a first page says the head it brings the page up to")
+            #expect(head == 30)
+            let oldest = try #require(ids(page).last)
+            try await publish(server, [("a", "While away", 1), ("b", "While away too", 2)])
+
+            let resumed = try await server.post("/api/sessions", #"{"config":{"news":"badge"},"resume":{"head":\#(head),"oldest":"\#(oldest)"}}"#)
+            #expect(resumed.status == 201)
+            #expect(resumed.json["resumed"] as? Bool == true)
+            let id = try #require(resumed.json["id"] as? String)
+            let events = try await server.events(id, lastEventID: 0)
+            let news = try #require(try await events.events(until: "news").last)
+            #expect(news.json["count"] as? Int == 2, "exactly what came while the page was away")
+            #expect(try await server.post("/api/sessions/\(id)/refresh").status == 202)
+            let refresh = try await events.events(until: "done")
+            let brought = try #require(refresh.first { $0.event == "items" })
+            #expect(ids(brought) == ["b", "a"])
+            #expect(brought.json["head"] as? Int == 32)
+            #expect(try await server.post("/api/sessions/\(id)/load-more").status == 202)
+            let more = try await events.events(until: "done").filter { $0.event == "items" }.flatMap(ids)
+            #expect(more == Array(items(30).map(\.id)[20...]), "paging goes on below the page's last item")
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"head": 99, "oldest": "item-9"}"#, "a head the feed has not reached"),
+        (#"{"head": 30, "oldest": "nowhere"}"#, "an item the feed does not have"),
+        (#"{"head": 5, "oldest": "item-9"}"#, "an item newer than the head"),
+    ])
+    func aListTheFeedCannotContinueStartsAfresh(resume: String, why: String) async throws {
+        try await TestServer.run(feed: MemoryFeed(items: items(30))) { server in
+            let reply = try await server.post("/api/sessions", #"{"resume":\#(resume)}"#)
+            #expect(reply.status == 201, "\(why)")
+            #expect(reply.json["resumed"] == nil, "\(why)")
+        }
+    }
+
+    @Test(arguments: [#"{"oldest": "item-1"}"#, #"{"head": -1, "oldest": "item-1"}"#, #"{"head": 3}"#, #"{"head": 3, "oldest": "x", "newest": "y"}"#])
+    func aMalformedResumeIsRefused(resume: String) async throws {
+        try await TestServer.run(feed: MemoryFeed(items: items(3))) { server in
+            let reply = try await server.post("/api/sessions", #"{"resume":\#(resume)}"#)
+            #expect([400, 422].contains(reply.status))
+            #expect((reply.json["message"] as? String)?.contains("resume.") == true)
+        }
+    }
+
     @Test func aRepublishedItemIsNoNews() async throws {
         try await TestServer.run(feed: MemoryFeed(items: items(3))) { server in
             let (id, stream) = try await showingFirstPage(server, news: "badge")
@@ -239,6 +292,7 @@ private final class GatedFeed: FeedSource {
     func head() async throws -> FeedHead? { try await memory.head() }
     func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }
     func item(id: String) async throws -> FeedItem? { try await memory.item(id: id) }
+    func position(of id: String) async throws -> FeedPosition? { try await memory.position(of: id) }
 }
 
 /// A feed whose update stores what its upstream has, as `UpstreamSet` does.
@@ -266,6 +320,7 @@ private final class UpstreamFeed: FeedSource {
     func head() async throws -> FeedHead? { try await memory.head() }
     func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }
     func item(id: String) async throws -> FeedItem? { try await memory.item(id: id) }
+    func position(of id: String) async throws -> FeedPosition? { try await memory.position(of: id) }
 }
 
 /// The log keeps the newest `state` and `news` outside its ring and puts them back in id

@@ -7,6 +7,7 @@ import os
 import pathlib
 import re
 import shutil
+import socket
 import subprocess
 import threading
 import urllib.error
@@ -22,12 +23,13 @@ BINARY = os.environ.get("REFRESH_SERVER", str(ROOT / ".build" / "debug" / "refre
 
 
 @contextlib.contextmanager
-def running_server(*flags):
-    """A server with `flags` on a free port; yields its base URL. Its output is read all
-    along (a full pipe would stall it) and shown when it does not start."""
+def running_server(*flags, port=0, database=":memory:", kill=False):
+    """A server with `flags` on `port` (a free one by default); yields its base URL. Its
+    output is read all along (a full pipe would stall it) and shown when it does not start.
+    With `kill`, it ends as a crash would (SIGKILL) rather than by SIGTERM."""
     process = subprocess.Popen(
-        [BINARY, "--port", "0", "--public", str(ROOT / "Public"), "--log-level", "warning",
-         "--database", ":memory:", *flags],
+        [BINARY, "--port", str(port), "--public", str(ROOT / "Public"), "--log-level", "warning",
+         "--database", database, *flags],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output = []
     bases = []
@@ -48,7 +50,10 @@ def running_server(*flags):
         assert bases, "the server did not start:\n" + "".join(output[-20:])
         yield bases[0]
     finally:
-        process.terminate()
+        if kill:
+            process.kill()
+        else:
+            process.terminate()
         try:
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -56,7 +61,13 @@ def running_server(*flags):
             process.wait(timeout=5)
 
 
-def make_driver(width, height, reduced_motion=False):
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def make_driver(width, height, reduced_motion=False, insecure=False):
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -64,6 +75,9 @@ def make_driver(width, height, reduced_motion=False):
         options.add_argument(argument)
     if reduced_motion:
         options.add_argument("--force-prefers-reduced-motion")
+    if insecure:
+        # A front with a self-signed certificate, on loopback, in a test.
+        options.add_argument("--ignore-certificate-errors")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=shutil.which("chromedriver")), options=options)
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",

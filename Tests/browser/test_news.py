@@ -10,8 +10,8 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from harness import (assert_no_console_errors, call, dataset, first_titles, item_count, make_driver, open_page,
-                     publish, refreshes, screenshot, wait)
+from harness import (assert_no_console_errors, call, dataset, first_titles, free_port, item_count, make_driver,
+                     open_page, publish, refreshes, running_server, screenshot, wait)
 
 # The default preset loads more when the end of the list comes this close (points).
 PREFETCH_DISTANCE = 300
@@ -284,5 +284,40 @@ def test_reduced_motion_jumps_to_the_top_and_slides_nothing(server):
         assert driver.execute_script(
             "return getComputedStyle(document.querySelector('.feed .item')).animationName") == "none"
         assert_no_console_errors(driver)
+    finally:
+        driver.quit()
+
+
+@pytest.mark.parametrize("mode", ["live", "badge"])
+def test_a_page_whose_server_died_keeps_its_list_and_gets_what_it_missed(tmp_path, mode):
+    """The server is killed and comes back (as an instance behind a front is replaced by
+    another): the page's session is gone, so it starts one that continues its list. What was
+    published meanwhile comes once, on top; nothing it showed is lost or doubled."""
+    port = free_port()
+    database = str(tmp_path / "feed.sqlite")
+    driver = make_driver(390, 844)
+    try:
+        with running_server(port=port, database=database, kill=True) as base:
+            driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORDER + """
+                window.sessions = [];
+                document.addEventListener('ptr-session', e => window.sessions.push(e.detail));
+            """})
+            open_page(driver, base, f"?news={mode}")
+            before = titles(driver)
+            lost = dataset(driver, "session")
+        with running_server(port=port, database=database, kill=True) as base:
+            published = ["Published while away", "Published while away too"]
+            publish(base, *published)
+            wait(driver, lambda d: dataset(d, "session") not in (None, lost), timeout=15)
+            resumed = driver.execute_script("return window.sessions.at(-1)")
+            assert resumed["resumed"] is True, "the new session continues the list"
+            if mode == "badge":
+                wait(driver, lambda d: badge_text(d) == "2 new items")
+                assert titles(driver) == before, "nothing lost, nothing moved before the reader asks"
+                badge(driver).click()
+                wait(driver, lambda d: refreshes(d) == 1)
+            wait(driver, lambda d: len(titles(d)) == len(before) + 2)
+            assert_brought_once_on_top(driver, published, before)
+            assert len(set(titles(driver))) == len(titles(driver)), "no item twice"
     finally:
         driver.quit()

@@ -52,6 +52,19 @@ enum SampleDecoding {
     }
 }
 
+/// `"resume": {"head": POSITION, "oldest": ID}` in a new session's body: what the page
+/// already shows, as its last `items` event said (`head`) and its last item's id.
+enum ResumeDecoding {
+    static func decode(_ body: JSONValue?) throws(APIError) -> (head: FeedPosition, oldest: String)? {
+        guard let body, let resume = try JSONFields(body, path: "").object("resume") else { return nil }
+        try resume.rejectUnknown(["head", "oldest"])
+        guard let head = try resume.int("head") else { throw .invalid("resume.head", "is required: the head the page's items were read at") }
+        guard head >= 0 else { throw .outOfRange("resume.head must be at least 0.") }
+        guard let oldest = try resume.string("oldest"), !oldest.isEmpty else { throw .invalid("resume.oldest", "is required: the id of the last item the page shows") }
+        return (FeedPosition(head), oldest)
+    }
+}
+
 enum ConfigDecoding {
     /// `{"preset"?: NAME, "config"?: {...}}` → a validated configuration.
     static func decode(_ body: JSONValue?) throws(APIError) -> RefreshConfig {

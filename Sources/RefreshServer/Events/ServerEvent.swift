@@ -56,7 +56,9 @@ enum EventData {
         return json.buffer
     }
 
-    static func items(action: ActionID?, op: String, items: [FeedItem], hasMore: Bool) -> ByteBuffer {
+    /// `head`, when the items bring the page up to date: the feed position it has now seen
+    /// everything up to, which a page that loses its session resumes from elsewhere.
+    static func items(action: ActionID?, op: String, items: [FeedItem], hasMore: Bool, head: FeedPosition? = nil) -> ByteBuffer {
         var json = JSONWriter(capacity: 128 + items.count * 200)
         json.beginObject()
         json.field("actionId", action?.description)
@@ -64,6 +66,7 @@ enum EventData {
         json.key("items")
         json.items(items)
         json.field("hasMore", hasMore)
+        if let head { json.field("head", Int(head)) }
         json.endObject()
         return json.buffer
     }

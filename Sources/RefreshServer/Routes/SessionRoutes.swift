@@ -8,6 +8,7 @@ struct SessionRoutes: Sendable {
     typealias Context = ServerRequestContext
 
     let sessions: SessionStore
+    let feed: any FeedSource
     let configuration: ServerConfiguration
 
     func register(on router: Router<Context>) {
@@ -27,7 +28,10 @@ struct SessionRoutes: Sendable {
     @Sendable func create(_ request: Request, context: Context) async throws -> Response {
         let body = try await RequestBodyReader.json(request, limit: configuration.maxBodyBytes, allowEmpty: true)
         let config = try ConfigDecoding.decode(body)
+        let resume = try ResumeDecoding.decode(body)
+        let window = if let resume { try await shownWindow(head: resume.head, oldest: resume.oldest) } else { Session.Window?.none }
         let session = try sessions.create(config: config, client: context.client)
+        if let window { session.resume(showing: window) }
         let events = "/api/sessions/\(session.id)/events"
         return JSONResponse.make(.created, request: request, headers: [.location: "/api/sessions/\(session.id)"]) { json in
             json.beginObject()
@@ -37,8 +41,23 @@ struct SessionRoutes: Sendable {
             json.field("events", events)
             json.key("state")
             json.gestureState(session.gestureState)
+            if window != nil { json.field("resumed", true) }
             json.endObject()
         }
+    }
+
+    /// What a page that has seen the feed up to `head`, down to the item `oldest`, shows;
+    /// `nil` when this feed cannot continue that list (it has no such item, or is behind
+    /// that head): the page then starts afresh.
+    private func shownWindow(head: FeedPosition, oldest: String) async throws -> Session.Window? {
+        guard let item = try await feed.item(id: oldest), let position = try await feed.position(of: oldest), position <= head,
+            let current = try await feed.head(), head <= current.position
+        else { return nil }
+        var window = Session.Window()
+        window.shown = head
+        window.pagedThrough = head
+        window.oldest = item.cursor
+        return window
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> Response {

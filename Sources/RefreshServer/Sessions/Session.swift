@@ -48,6 +48,9 @@ public final class Session: Sendable {
         /// The head the last `news` event told of: the same head is not told twice.
         var announced: FeedPosition = 0
         var live = LiveFetch.idle
+        /// The newest `state` event a samples request caused, and when that request arrived,
+        /// until a stream writes it: the sample's latency is measured then.
+        var sampleArrival: (id: UInt64, at: ContinuousClock.Instant)?
     }
 
     init(id: String, config: RefreshConfig, client: String, runner: ActionRunner, limits: ServerConfiguration, now: ContinuousClock.Instant) {
@@ -77,12 +80,16 @@ public final class Session: Sendable {
                     retryAfter: retryAfter)
             }
             let effects: Effects
+            let ignoredBefore = state.engine.ignoredSamples
             do throws(SampleError) {
                 effects = try state.engine.samplesReceived(samples)
             } catch {
                 throw .outOfRange(error.description)
             }
+            let ignored = state.engine.ignoredSamples - ignoredBefore
+            runner.metrics.samplesTaken(applied: samples.count - ignored, ignored: ignored)
             perform(effects, &state)
+            if effects.state != nil, let event = state.log.latestState { state.sampleArrival = (event.id, now) }
             // A live page that comes to rest at the top takes what it was told of meanwhile.
             if config.news == .live, let shown = state.window.shown, case let head = runner.news.position, head > shown,
                 head > state.announced || state.engine.restsAtTop
@@ -169,13 +176,16 @@ public final class Session: Sendable {
                 if result.replacesList {
                     state.window = Window()
                     state.log.append(.reset, EventData.reset(reason: "More new items than a refresh sends: the list starts over."))
+                    runner.metrics.resetSent(.listReplaced)
                 }
                 let shown = state.window.shown
                 state.window.include(result.items, op: result.op, head: result.head)
                 // What was told may now be shown: a later head is told afresh.
                 if state.window.shown != shown { state.announced = 0 }
                 let hasMore = result.hasMore ?? state.engine.hasMore
-                state.log.append(.items, EventData.items(action: job.id, op: result.op.rawValue, items: result.items, hasMore: hasMore))
+                state.log.append(.items, EventData.items(
+                    action: job.id, op: result.op.rawValue, items: result.items, hasMore: hasMore,
+                    head: result.head.flatMap { _ in state.window.shown }))
                 state.log.append(.done, EventData.done(action: job.id, kind: job.kind, outcome: .completed, added: result.items.count, error: nil))
                 effects = state.engine.actionFinished(job.id, outcome: .completed, hasMore: result.hasMore)
             case .failed(let message):
@@ -192,6 +202,16 @@ public final class Session: Sendable {
     }
 
     // MARK: - News
+
+    /// The page already shows items, from a session it had elsewhere (its instance went away,
+    /// or forgot it): this session takes them as shown and tells what the feed gained since,
+    /// as `news`, or as items for a live page at rest.
+    func resume(showing window: Window) {
+        mutate { state in
+            state.window = window
+            catchUpOnNews(&state)
+        }
+    }
 
     /// The feed's head moved: the page is told, or, live and at rest at the top, given the
     /// new items. Called on an event loop the session has streams on, whose streams then
@@ -263,14 +283,49 @@ public final class Session: Sendable {
             if let group = state.log.addListener(listener) { runner.news.streamsOpened(group, of: self) }
             // News that came while no stream was open.
             catchUpOnNews(&state)
-            return catchUp(after: lastEventID, &state)
+            let delivery = catchUp(after: lastEventID, &state)
+            if lastEventID != nil {
+                runner.metrics.replayed(hit: !delivery.gap)
+                if delivery.coalesced > 0 { runner.metrics.eventsCoalesced(delivery.coalesced) }
+            }
+            return (delivery.events, delivery.cursor)
         }
     }
 
     /// The events after `cursor` for an open stream, or a reset and snapshot past a gap.
     func events(after cursor: UInt64) -> (events: [ServerEvent], cursor: UInt64) {
-        mutate { state in catchUp(after: cursor, &state) }
+        let delivery = self.delivery(after: cursor)
+        return (delivery.events, delivery.cursor)
     }
+
+    /// What an open stream is sent after `cursor`, and what the metrics learn from it.
+    struct Delivery: Sendable {
+        var events: [ServerEvent]
+        var cursor: UInt64
+        /// Superseded `state` and `news` events between the cursor and the newest, left out.
+        var coalesced = 0
+        /// The log no longer has what followed the cursor: `events` are a reset and a snapshot.
+        var gap = false
+        /// When the samples request behind the `state` event among `events` arrived; given
+        /// once, to the first stream that is sent it.
+        var sampleArrival: ContinuousClock.Instant?
+    }
+
+    /// The events after `cursor` for an open stream, as ``events(after:)``, with what the
+    /// metrics count.
+    func delivery(after cursor: UInt64) -> Delivery {
+        mutate { state in
+            var delivery = catchUp(after: cursor, &state)
+            if let arrival = state.sampleArrival, !delivery.gap, arrival.id > cursor, arrival.id <= delivery.cursor {
+                delivery.sampleArrival = arrival.at
+                state.sampleArrival = nil
+            }
+            return delivery
+        }
+    }
+
+    /// The metrics of the server the session lives in.
+    var metrics: ServerMetrics { runner.metrics }
 
     /// The id of the newest event.
     var lastEventID: UInt64 { state.withLock { $0.log.lastID } }
@@ -287,7 +342,7 @@ public final class Session: Sendable {
         state.withLock { $0.log.tick() }?.fire()
     }
 
-    private func catchUp(after cursor: UInt64?, _ state: inout State) -> ([ServerEvent], UInt64) {
+    private func catchUp(after cursor: UInt64?, _ state: inout State) -> Delivery {
         let lastID = state.log.lastID
         guard let cursor else {
             let gesture = EventData.state(state.engine.gestureState)
@@ -295,19 +350,22 @@ public final class Session: Sendable {
             // is the newest event, the snapshot stands just before it.
             if let news = state.log.latestNews, state.announced > state.window.shown ?? .max {
                 let snapshot = ServerEvent(id: news.id == lastID ? lastID - 1 : lastID, kind: .state, data: gesture)
-                return (news.id == lastID ? [snapshot, news] : [news, snapshot], lastID)
+                return Delivery(events: news.id == lastID ? [snapshot, news] : [news, snapshot], cursor: lastID)
             }
-            return ([ServerEvent(id: lastID, kind: .state, data: gesture)], lastID)
+            return Delivery(events: [ServerEvent(id: lastID, kind: .state, data: gesture)], cursor: lastID)
         }
         switch state.log.events(after: cursor) {
         case .events(let events):
-            return (events, events.last?.id ?? cursor)
+            let next = events.last?.id ?? cursor
+            // Ids are dense: every id after the cursor that is not sent was superseded.
+            return Delivery(events: events, cursor: next, coalesced: Int(next - cursor) - events.count)
         case .gap:
             // The page cannot know what it missed: it clears its list and refills it.
             state.window = Window()
+            runner.metrics.resetSent(.gap)
             let reset = ServerEvent(id: lastID, kind: .reset, data: EventData.reset(reason: "Events were missed: reload the list."))
             let snapshot = ServerEvent(id: lastID, kind: .state, data: EventData.state(state.engine.gestureState))
-            return ([reset, snapshot], lastID)
+            return Delivery(events: [reset, snapshot], cursor: lastID, gap: true)
         }
     }
 
