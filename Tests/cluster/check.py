@@ -1,0 +1,586 @@
+"""Invariants of a cluster brought up by `scripts/cluster up 3`, under faults.
+
+Sessions are made through the nginx front, so they spread over the instances, and each
+one's event stream is followed through the front. Every scenario states what must hold,
+prints its figure and counts a failure when it breaks; the exit status is the number of
+failures (0: all held). Run by Tests/cluster/run.sh; by hand:
+
+    scripts/cluster up 3 && python3 Tests/cluster/check.py --dir /tmp/ptr-cluster
+
+(the cluster is changed: an instance is killed at the end, PostgreSQL restarted).
+Standard library only.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NEWS_WITHIN = 1.0  # seconds from a publish to its news on every session
+GONE_BODY = {"error": "session_not_found", "message": "The instance holding this session is gone; start a new session."}
+
+
+class Failures:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, holds, description, figure=""):
+        line = f"{description}: {figure}" if figure else description
+        if holds:
+            self.passed += 1
+            print(f"  ok   {line}", flush=True)
+        else:
+            self.failed += 1
+            print(f"  FAIL {line}", file=sys.stderr, flush=True)
+        return holds
+
+
+class Cluster:
+    """What `scripts/cluster` wrote in its folder: ports, pids, PostgreSQL's folder."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        settings = dict(line.strip().split("=", 1) for line in open(os.path.join(folder, "cluster.env")) if "=" in line)
+        self.count = int(settings["COUNT"])
+        self.base_port = int(settings["BASE_PORT"])
+        self.front_port = int(settings["FRONT_PORT"])
+        self.names = [f"i{k}" for k in range(1, self.count + 1)]
+        self.tls = ssl.create_default_context(cafile=os.path.join(folder, "nginx", "cert.pem"))
+        self.postgres = os.path.join(folder, "postgres")
+        self.postgres_port = int(open(os.path.join(self.postgres, "port")).read())
+
+    def port(self, name):
+        return self.base_port + self.names.index(name)
+
+    def pid(self, name):
+        return int(open(os.path.join(self.folder, "instances", f"{name}.pid")).read())
+
+    def front(self, timeout=10, source="127.0.0.1"):
+        return http.client.HTTPSConnection("127.0.0.1", self.front_port, context=self.tls, timeout=timeout,
+                                           source_address=(source, 0))
+
+    def instance(self, name, timeout=10):
+        return http.client.HTTPConnection("127.0.0.1", self.port(name), timeout=timeout)
+
+    def psql(self, sql):
+        binary = "/usr/lib/postgresql/15/bin/psql"
+        if not os.path.exists(binary):
+            binary = shutil.which("psql")
+        return subprocess.run(
+            [binary, "-h", "127.0.0.1", "-p", str(self.postgres_port), "-U", "ptr", "-d", "ptr", "-tAq", "-c", sql],
+            check=True, capture_output=True, text=True, timeout=20).stdout
+
+    def postgres_script(self, command):
+        subprocess.run(["bash", os.path.join(ROOT, "scripts", "postgres"), command, self.postgres],
+                       check=True, stdout=subprocess.DEVNULL, timeout=60)
+
+
+def request(connection, method, path, body=None):
+    """(status, decoded JSON or None, seconds taken) on a fresh or kept-alive connection."""
+    started = time.monotonic()
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"Content-Type": "application/json"} if data is not None else {}
+    connection.request(method, path, body=data, headers=headers)
+    response = connection.getresponse()
+    raw = response.read()
+    try:
+        decoded = json.loads(raw) if raw else None
+    except ValueError:
+        decoded = None
+    return response.status, decoded, time.monotonic() - started
+
+
+def once(connection_factory, method, path, body=None):
+    connection = connection_factory()
+    try:
+        return request(connection, method, path, body)
+    finally:
+        connection.close()
+
+
+changed = threading.Condition()
+
+
+class Stream(threading.Thread):
+    """One session's event stream, read through the front, with the time each `news` head
+    came."""
+
+    def __init__(self, cluster, session):
+        super().__init__(daemon=True)
+        self.cluster = cluster
+        self.session = session
+        self.instance = session.split(".", 1)[0]
+        self.events = []  # (monotonic time, name, data)
+        self.news = []  # (monotonic time, head)
+        self.status = None
+        self.ended = False
+        self.socket = None
+
+    def run(self):
+        connection = self.cluster.front(timeout=None)
+        try:
+            connection.request("GET", f"/api/sessions/{self.session}/events", headers={"Accept": "text/event-stream"})
+            response = connection.getresponse()
+            self.socket = connection.sock
+            with changed:
+                self.status = response.status
+                changed.notify_all()
+            fields = {}
+            while line := response.readline():
+                line = line.decode().rstrip("\r\n")
+                if line:
+                    if not line.startswith(":"):
+                        key, _, value = line.partition(":")
+                        fields[key] = value[1:] if value.startswith(" ") else value
+                    continue
+                if "event" in fields:
+                    self.received(fields["event"], json.loads(fields.get("data") or "null"))
+                fields = {}
+        except (OSError, http.client.HTTPException, ValueError):
+            pass
+        finally:
+            with changed:
+                self.ended = True
+                changed.notify_all()
+
+    def received(self, name, data):
+        now = time.monotonic()
+        with changed:
+            self.events.append((now, name, data))
+            if name == "news":
+                self.news.append((now, data["head"]))
+            changed.notify_all()
+
+    def heads(self):
+        with changed:
+            return [head for _, head in self.news]
+
+    def last_head(self):
+        with changed:
+            return self.news[-1][1] if self.news else None
+
+    def reached(self, head):
+        """When the stream first heard of `head` or later, or None."""
+        with changed:
+            return next((at for at, seen in self.news if seen >= head), None)
+
+    def close(self):
+        if self.socket is not None:
+            try:
+                self.socket.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def wait_until(predicate, seconds):
+    deadline = time.monotonic() + seconds
+    with changed:
+        while not (holds := predicate()):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            changed.wait(min(left, 0.1))
+    return holds
+
+
+def poll(predicate, seconds, every=0.1):
+    """Asks `predicate` until it holds or the time is up; answers whether it held."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(every)
+
+
+class Checker:
+    def __init__(self, cluster, publishes, sessions_each):
+        self.cluster = cluster
+        self.failures = Failures()
+        self.check = self.failures.check
+        self.publishes = publishes
+        self.sessions_each = sessions_each
+        self.streams = []
+        self.head = None  # the feed's head as the checker knows it
+        self.serial = 0
+
+    # MARK: - Helpers
+
+    def open_session(self):
+        """A session made through the front and followed, showing a first page (a page hears of
+        news once it shows one). Returns its stream, or None."""
+        status, body, _ = once(self.cluster.front, "POST", "/api/sessions", {"config": {"news": "badge"}})
+        if status != 201:
+            self.check(False, "a session is made through the front", f"status {status}, {body}")
+            return None
+        stream = Stream(self.cluster, body["id"])
+        stream.start()
+        if not wait_until(lambda: any(name == "state" for _, name, _ in stream.events), 10):
+            self.check(False, f"the stream of {stream.session} opens through the front", f"status {stream.status}")
+            return None
+        status, _, _ = once(self.cluster.front, "POST", f"/api/sessions/{stream.session}/load-more")
+        first_page = lambda: next((d for _, name, d in stream.events if name == "items" and d.get("head") is not None), None)
+        if status != 202 or not wait_until(lambda: first_page() is not None, 10):
+            self.check(False, f"{stream.session} shows a first page", f"load-more status {status}")
+            return None
+        stream.first_page = first_page()
+        stream.shown = stream.first_page["head"]
+        return stream
+
+    def publish(self, name, item_id=None, connection_factory=None):
+        """Publishes one item on instance `name` (or through `connection_factory`); returns
+        (status, body, seconds taken, monotonic time it was sent, its id)."""
+        self.serial += 1
+        item = {"id": item_id or f"cluster-{self.serial}-{os.getpid()}", "title": f"Cluster check {self.serial}"}
+        factory = connection_factory or (lambda: self.cluster.instance(name, timeout=20))
+        sent = time.monotonic()
+        try:
+            status, body, seconds = once(factory, "POST", "/api/items", item)
+        except (OSError, http.client.HTTPException) as error:
+            status, body, seconds = f"no answer ({error})", None, time.monotonic() - sent
+        return status, body, seconds, sent, item["id"]
+
+    def arrival(self, head, sent, within, what):
+        """Every stream hears of `head`: the slowest delay, checked against `within`."""
+        streams = self.streams
+        wait_until(lambda: all(stream.reached(head) is not None for stream in streams), max(within, 1) * 5)
+        missing = [stream.session for stream in streams if stream.reached(head) is None]
+        delays = [stream.reached(head) - sent for stream in streams if stream.reached(head) is not None]
+        slowest = max(delays, default=float("inf"))
+        self.check(not missing and slowest <= within, f"{what} reaches news on all {len(streams)} sessions within {within:g} s",
+                   f"slowest {slowest * 1000:.0f} ms" + (f"; never on {missing}" if missing else ""))
+
+    def exactly_once(self, first, last, what):
+        """Every stream heard of each head from `first` to `last` exactly once, in order, and
+        nothing else since `first`: one step per publish; and never a head twice or going back
+        since it opened."""
+        time.sleep(1)  # a late duplicate would come within this
+        expected = list(range(first, last + 1))
+        wrong = {}
+        for stream in self.streams:
+            every = stream.heads()
+            heads = [head for head in every if head >= first]
+            forward = all(later > earlier for earlier, later in zip(every, every[1:]))
+            if heads != expected or not forward or stream.ended:
+                wrong[stream.session] = every[-len(expected) - 3:] + (["stream ended"] if stream.ended else [])
+        self.check(not wrong, f"{what}: every session heard heads {first}…{last} once each, in order",
+                   f"{len(self.streams)} sessions" + (f"; wrong: {wrong}" if wrong else ""))
+
+    def ready(self, name):
+        try:
+            status, body, _ = once(lambda: self.cluster.instance(name, timeout=3), "GET", "/readyz")
+            return status, body
+        except OSError as error:
+            return None, str(error)
+
+    # MARK: - Scenarios
+
+    def spread(self):
+        print("== sessions through the front")
+        names = self.cluster.names
+        for _ in range(self.sessions_each * len(names) * 3):
+            counts = {name: sum(stream.instance == name for stream in self.streams) for name in names}
+            if min(counts.values()) >= self.sessions_each:
+                break
+            stream = self.open_session()
+            if stream is None:
+                break
+            self.streams.append(stream)
+        counts = {name: sum(stream.instance == name for stream in self.streams) for name in names}
+        self.check(min(counts.values()) >= self.sessions_each,
+                   f"sessions made through the front land on every instance (by their id's prefix), {self.sessions_each} at least each",
+                   ", ".join(f"{name}: {count}" for name, count in counts.items()))
+        shown = {stream.shown for stream in self.streams}
+        self.check(len(shown) == 1, "every session shows the same head after its first page", f"{sorted(shown)}")
+        self.head = max(shown)
+
+    def front_rules(self):
+        print("== the front")
+        other = lambda: self.cluster.front(source="127.0.0.2")
+        status, body, _, _, _ = self.publish(None, connection_factory=other)
+        self.check(status == 403 and (body or {}).get("error") == "publishing_disabled",
+                   "a publish through the front from another address is refused", f"status {status}, {body}")
+        status, _, _ = once(other, "GET", "/api/items?limit=1")
+        self.check(status == 200, "reading the feed through the front from another address is not", f"status {status}")
+        status, body, _ = once(self.cluster.front, "GET", "/api/sessions/i9.0f3a")
+        self.check(status == 404 and (body or {}).get("error") == "session_not_found",
+                   "a session of an instance the front does not know is unknown", f"status {status}, {body}")
+
+    def fan_out(self):
+        print("== a: a publish on one instance reaches the sessions of all")
+        first = self.head + 1
+        status, _, _, sent, _ = self.publish("i1")
+        self.check(status == 201, "a publish on i1 is answered 201", f"status {status}")
+        self.head += 1
+        self.arrival(self.head, sent, NEWS_WITHIN, "a publish on i1")
+        self.exactly_once(first, self.head, "after a publish")
+
+    def notifications_dropped(self):
+        print("== b: every LISTEN connection terminated, then a publish")
+        first = self.head + 1
+        ended = self.cluster.psql(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%') AS ended")
+        terminated = int(ended.strip() or 0)
+        self.check(terminated >= self.cluster.count, "one LISTEN connection per instance was terminated", f"{terminated} terminated")
+        status, _, _, sent, _ = self.publish("i1")
+        self.check(status == 201, "the publish after is answered 201", f"status {status}")
+        self.head += 1
+        # The listeners reconnect with a backoff from 100 ms and read the head they missed.
+        self.arrival(self.head, sent, 10, "the publish after the connections dropped")
+        back = poll(lambda: all(self.ready(name)[0] == 200 for name in self.cluster.names), 20)
+        self.check(back, "every instance is ready again (listening)", "")
+        self.exactly_once(first, self.head, "after the LISTEN connections dropped")
+
+    def postgres_restarted(self):
+        print("== c: PostgreSQL stopped for 5 s, then started")
+        first = self.head + 1
+        stopped = time.monotonic()
+        self.cluster.postgres_script("stop")
+        status, body, seconds, _, item_id = self.publish("i1")
+        self.check(status == 503, "a publish while PostgreSQL is down is answered 503",
+                   f"status {status} ({(body or {}).get('error')}) in {seconds:.1f} s")
+        unready = {name: self.ready(name) for name in self.cluster.names}
+        self.check(all(status == 503 for status, _ in unready.values()), "/readyz is 503 on every instance during the outage",
+                   ", ".join(f"{name}: {status} {(body or {}).get('error') if isinstance(body, dict) else body}"
+                             for name, (status, body) in unready.items()))
+        time.sleep(max(0, 5 - (time.monotonic() - stopped)))
+        self.cluster.postgres_script("start")
+        restarted = time.monotonic()
+        # The client's side of "not lost": it publishes the same item again until it is taken.
+        attempts = 0
+        deadline = restarted + 30
+        while time.monotonic() < deadline:
+            attempts += 1
+            status, _, _, sent, _ = self.publish("i1", item_id=item_id)
+            if status == 201:
+                break
+            time.sleep(0.2)
+        self.check(status == 201, "the publish refused during the outage is taken when tried again after the restart",
+                   f"201 after {time.monotonic() - restarted:.1f} s, {attempts} attempts")
+        self.head += 1
+        self.arrival(self.head, sent, 10, "the publish retried after the restart")
+        all_ready = lambda: all(self.ready(name)[0] == 200 for name in self.cluster.names)
+        back = poll(all_ready, 20)
+        self.check(back, "/readyz is 200 on every instance within 20 s of the restart", f"after {time.monotonic() - restarted:.1f} s")
+        status, _, _, sent, _ = self.publish("i2")
+        self.check(status == 201, "a publish after the restart is answered 201", f"status {status}")
+        self.head += 1
+        self.arrival(self.head, sent, NEWS_WITHIN, "the publish after the restart")
+        self.exactly_once(first, self.head, "across the restart")
+
+    def many_publishes(self):
+        count = self.publishes
+        threads_each = 4
+        print(f"== e: {count} publishes at once, spread over the instances")
+        first = self.head + 1
+        names = self.cluster.names
+        workers = [(name, index) for name in names for index in range(threads_each)]
+        ids = [f"burst-{os.getpid()}-{n}" for n in range(count)]
+        shares = [ids[i::len(workers)] for i in range(len(workers))]
+        refused = []
+        deadline = time.monotonic() + 120
+
+        def work(name, share):
+            connection = self.cluster.instance(name, timeout=30)
+            for item_id in share:
+                # A 503 (store busy) is tried again with the same id: what a client does.
+                for _ in range(20):
+                    if time.monotonic() > deadline:
+                        refused.append((item_id, "out of time"))
+                        return
+                    try:
+                        status, _, _ = request(connection, "POST", "/api/items", {"id": item_id, "title": f"Burst {item_id}"})
+                    except (OSError, http.client.HTTPException) as error:
+                        connection.close()
+                        connection = self.cluster.instance(name, timeout=30)
+                        status = str(error)
+                    if status == 201:
+                        break
+                    time.sleep(0.1)
+                else:
+                    refused.append((item_id, status))
+            connection.close()
+
+        started = time.monotonic()
+        threads = [threading.Thread(target=work, args=(name, share)) for (name, _), share in zip(workers, shares)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        seconds = time.monotonic() - started
+        self.check(not refused, f"{count} publishes from {len(threads)} connections over {len(names)} instances are all answered 201",
+                   f"{seconds:.1f} s, {count / seconds:.0f} per s" + (f"; refused {refused[:5]}" if refused else ""))
+        self.head += count
+
+        streams = self.streams
+        settled = wait_until(lambda: all(stream.last_head() == self.head for stream in streams), 20)
+        self.check(settled, f"every session's last news head is the feed's head {self.head}",
+                   "" if settled else f"{ {stream.session: stream.last_head() for stream in streams if stream.last_head() != self.head} }")
+        time.sleep(1)
+        backwards = {}
+        for stream in streams:
+            heads = stream.heads()
+            if any(b <= a for a, b in zip(heads, heads[1:])):
+                backwards[stream.session] = heads
+        told = [len([head for head in stream.heads() if head >= first]) for stream in streams]
+        self.check(not backwards, "news heads only go forward on every session (no head twice, none back)",
+                   f"{min(told)}…{max(told)} news per session for {count} publishes (news coalesces)"
+                   + (f"; wrong on {list(backwards)}" if backwards else ""))
+        last = {name: {stream.last_head() for stream in streams if stream.instance == name} for name in names}
+        self.check(all(heads == {self.head} for heads in last.values()), "each instance's sessions end at the same head",
+                   ", ".join(f"{name}: {sorted(heads)}" for name, heads in last.items()))
+
+        pages = {}
+        for name in names:
+            pages[name] = self.page_all(name)
+        reference = pages[names[0]]
+        self.check(all(page == reference for page in pages.values()),
+                   "every instance pages the same items in the same order",
+                   ", ".join(f"{name}: {len(page)} items" for name, page in pages.items()))
+        self.check(len(reference) == len(set(reference)), "no item is paged twice", f"{len(reference)} items, {len(set(reference))} distinct")
+        burst = [item_id for item_id in reference if item_id.startswith(f"burst-{os.getpid()}-")]
+        self.check(sorted(burst) == sorted(ids), f"all {count} published items are in the feed once", f"{len(burst)} found")
+        self.check(len(reference) == self.head, "the feed's head is its number of items", f"head {self.head}, {len(reference)} items")
+
+    def page_all(self, name):
+        """Every item id, newest first, paged on `name`'s own port."""
+        ids = []
+        before = None
+        connection = self.cluster.instance(name, timeout=20)
+        for _ in range(self.head // 200 + 20):
+            path = "/api/items?limit=200" + (f"&before={before}" if before else "")
+            status, body, _ = request(connection, "GET", path)
+            if status != 200:
+                self.check(False, f"{name} pages the feed", f"status {status} for {path}")
+                break
+            ids.extend(item["id"] for item in body["items"])
+            if not body["hasMore"] or not body["items"]:
+                break
+            before = body["items"][-1]["id"]
+        connection.close()
+        return ids
+
+    def instance_killed(self):
+        victim = self.cluster.names[-1]
+        print(f"== d: kill -9 of {victim}")
+        # A page on the victim that shows the feed as it is now, to be resumed elsewhere.
+        page = None
+        for _ in range(4 * self.cluster.count):
+            stream = self.open_session()
+            if stream is None or stream.instance == victim:
+                page = stream
+                break
+            self.streams.append(stream)
+        held = [stream for stream in self.streams if stream.instance == victim] + ([page] if page else [])
+        others = [stream for stream in self.streams if stream.instance != victim]
+        os.kill(self.cluster.pid(victim), signal.SIGKILL)
+        killed = time.monotonic()
+
+        def gone(stream, suffix=""):
+            try:
+                status, body, _ = once(self.cluster.front, "GET", f"/api/sessions/{stream.session}{suffix}")
+            except (OSError, http.client.HTTPException):
+                return False
+            return status == 404 and body == GONE_BODY
+
+        all_gone = poll(lambda: all(gone(stream) for stream in held), 10)
+        self.check(all_gone, f"requests for {victim}'s {len(held)} sessions through the front get 404 session_not_found (JSON)",
+                   f"after {time.monotonic() - killed:.2f} s")
+        self.check(all(gone(stream, "/events") for stream in held), f"their event streams through the front get the same 404", "")
+        ended = wait_until(lambda: all(stream.ended for stream in held), 5)
+        self.check(ended, f"the open streams of {victim}'s sessions end", "")
+
+        landed = []
+        for _ in range(6):
+            status, body, _ = once(self.cluster.front, "POST", "/api/sessions", {})
+            landed.append(body["id"].split(".", 1)[0] if status == 201 else f"status {status}")
+        self.check(all(name in self.cluster.names and name != victim for name in landed),
+                   "new sessions through the front land on the live instances", ", ".join(landed))
+
+        first = self.head + 1
+        statuses = []
+        published = []
+        for _ in range(3):
+            status, _, _, sent, item_id = self.publish(None, connection_factory=self.cluster.front)
+            statuses.append(status)
+            if status == 201:
+                self.head += 1
+                published.append(item_id)
+                wait_until(lambda: all(stream.reached(self.head) is not None for stream in others), 5)
+        self.check(statuses == [201] * 3, "publishing through the front keeps working", f"{statuses}")
+        self.streams = [stream for stream in self.streams if stream.instance != victim]
+        self.exactly_once(first, self.head, f"with {victim} gone")
+        if page is not None:
+            self.resumed(page, published)
+        else:
+            self.check(False, f"a session lands on {victim} to be resumed elsewhere", "none did")
+
+    def resumed(self, page, published):
+        """What the page does when its instance is gone: a new session through the front that
+        resumes from what it shows. The items published meanwhile come as news and a refresh
+        brings exactly them: nothing lost, nothing twice."""
+        shows = {"head": page.shown, "oldest": page.first_page["items"][-1]["id"]}
+        status, body, _ = once(self.cluster.front, "POST", "/api/sessions", {"config": {"news": "badge"}, "resume": shows})
+        if not self.check(status == 201 and body.get("resumed") is True,
+                          f"the page of a session on {page.instance} resumes on a live instance through the front",
+                          f"status {status}, {body.get('id', '') if body else ''} resumed={body.get('resumed') if body else None}"):
+            return
+        stream = Stream(self.cluster, body["id"])
+        stream.start()
+        wait_until(lambda: stream.reached(self.head) is not None, 5)
+        news = next((data for _, name, data in stream.events if name == "news"), None)
+        self.check(news is not None and news["count"] == len(published) and news["head"] == self.head,
+                   "its news counts exactly the items published since it last read",
+                   f"{news and {key: news[key] for key in ('count', 'head')}}, {len(published)} published")
+        status, _, _ = once(self.cluster.front, "POST", f"/api/sessions/{stream.session}/refresh")
+        refreshed = lambda: next((data for _, name, data in stream.events if name == "items" and data.get("op") == "prepend"), None)
+        wait_until(lambda: refreshed() is not None, 10)
+        brought = [item["id"] for item in (refreshed() or {}).get("items", [])]
+        self.check(status == 202 and sorted(brought) == sorted(published),
+                   "a refresh of the resumed session brings exactly those items",
+                   f"{len(brought)} brought, {len(set(brought) & set(published))} of the {len(published)} published")
+        stream.close()
+
+    def run(self):
+        started = time.monotonic()
+        try:
+            self.spread()
+            if self.failures.failed:
+                return
+            self.front_rules()
+            self.fan_out()
+            self.notifications_dropped()
+            self.postgres_restarted()
+            self.many_publishes()
+            self.instance_killed()
+        finally:
+            for stream in self.streams:
+                stream.close()
+            print(f"cluster checks took {time.monotonic() - started:.0f} s")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dir", default=os.environ.get("PTR_CLUSTER_DIR", "/tmp/ptr-cluster"), help="the cluster's folder")
+    parser.add_argument("--publishes", type=int, default=2000, help="publishes at once in scenario e")
+    parser.add_argument("--sessions-each", type=int, default=3, help="sessions held by each instance, at least")
+    arguments = parser.parse_args()
+    checker = Checker(Cluster(arguments.dir), arguments.publishes, arguments.sessions_each)
+    checker.run()
+    print(f"cluster invariants: {checker.failures.passed} passed, {checker.failures.failed} failed")
+    sys.exit(1 if checker.failures.failed or not checker.failures.passed else 0)
+
+
+if __name__ == "__main__":
+    main()
