@@ -19,6 +19,8 @@ def find(kind, mode, key, value=None):
 rows = []  # (figure, ours, nchan, unit)
 for mode, key in (("l1", None),):
     ours, nchan = find("ours", mode, key), find("nchan", mode, key)
+    if not ours and not nchan:
+        continue
     for field, label in (("p50us", "p50"), ("p99us", "p99"), ("maxUs", "max"), ("serverCpuPerSampleUs", "server CPU per sample")):
         rows.append((f"L1 POST → SSE event, one stream, {label}", ours and ours.get(field), nchan and nchan.get(field), "µs"))
 for count in sorted({run["sessions"] for run in runs if run["mode"] == "l2"}):
@@ -34,16 +36,58 @@ for count in sorted({run["streams"] for run in runs if run["mode"] == "fanout"})
 for count in sorted({run["streams"] for run in runs if run["mode"] == "memory"}):
     ours, nchan = find("ours", "memory", "streams", count), find("nchan", "memory", "streams", count)
     rows.append((f"M memory per idle stream, {count} streams", ours and ours["perStreamKiB"], nchan and nchan["perStreamKiB"], "KiB"))
-for count in sorted({run["streams"] for run in runs if run["mode"] == "news"}):
+for count in sorted({run["streams"] for run in runs if run["mode"] == "news" and run["kind"] in ("ours", "nchan")}):
     ours, nchan = find("ours", "news", "streams", count), find("nchan", "news", "streams", count)
     for field, label, unit in (("lastStreamMs", "time to the last stream", "ms"), ("p50us", "per stream p50", "µs"),
                                ("p99us", "per stream p99", "µs"), ("serverCpuPublishMs", "server CPU per publish", "ms")):
         rows.append((f"N one publish → news on {count} streams, {label}", ours and ours.get(field), nchan and nchan.get(field), unit))
 
+# The cluster figures: three instances on PostgreSQL against one on SQLite, same parameters.
+cluster_rows = []  # (figure, cluster, sqlite, unit)
+for count in sorted({run["streams"] for run in runs if run["mode"] == "news" and run["kind"] in ("cluster", "sqlite")}):
+    cluster, sqlite = find("cluster", "news", "streams", count), find("sqlite", "news", "streams", count)
+    for field, label, unit in (("lastStreamMs", "time to the last stream", "ms"), ("p50us", "per stream p50", "µs"),
+                               ("p99us", "per stream p99", "µs"),
+                               ("otherTargetsLastStreamMs", "time to the last stream of instances 2 and 3", "ms"),
+                               ("otherTargetsP99us", "per stream p99 on instances 2 and 3", "µs"),
+                               ("serverCpuPublishMs", "instances' CPU per publish", "ms"),
+                               ("databaseCpuPublishMs", "PostgreSQL's CPU per publish", "ms"),
+                               ("totalCpuPublishMs", "all CPU per publish", "ms")):
+        values = [run and run.get(field) for run in (cluster, sqlite)]
+        if field == "totalCpuPublishMs" and sqlite:
+            values[1] = sqlite.get("serverCpuPublishMs")  # SQLite works inside the instance
+        cluster_rows.append((f"C1 one publish on instance 1 → news on {count} sessions, {label}", *values, unit))
+
+
+def rate_key(run):
+    return run["streams"], run["publishers"], run["seconds"]
+
+
+for key in sorted({rate_key(run) for run in runs if run["mode"] == "publish-rate"}):
+    cluster, sqlite = (next((run for run in runs if run["mode"] == "publish-rate" and run["kind"] == kind
+                             and rate_key(run) == key), None) for kind in ("cluster", "sqlite"))
+    heads = [run and f"{run['streamsAtFinalHead']:,} of {run['streams']:,}" for run in (cluster, sqlite)]
+    streams, publishers, seconds = key
+    prefix = f"C2 {publishers} publishers for {seconds:g} s, {streams:,} sessions listening"
+    cluster_rows.append((f"{prefix}, publishes/s answered 201", cluster and cluster["publishesPerSecond"],
+                         sqlite and sqlite["publishesPerSecond"], "/s"))
+    for field, label, unit in (("p50us", "publish p50", "µs"), ("p99us", "publish p99", "µs"),
+                               ("lastStreamMs", "last stream told the final head, after the last 201", "ms"),
+                               ("serverCpuPerPublishUs", "instances' CPU per publish", "µs"),
+                               ("databaseCpuPerPublishUs", "PostgreSQL's CPU per publish", "µs"),
+                               ("totalCpuPerPublishUs", "all CPU per publish", "µs")):
+        values = [run and run.get(field) for run in (cluster, sqlite)]
+        if field == "totalCpuPerPublishUs" and sqlite:
+            values[1] = sqlite.get("serverCpuPerPublishUs")
+        cluster_rows.append((f"{prefix}, {label}", *values, unit))
+    cluster_rows.append((f"{prefix}, streams told the final head (nothing lost)", *heads, ""))
+
 
 def fmt(value):
     if value is None:
         return "—"
+    if isinstance(value, str):
+        return value
     if isinstance(value, float):
         return f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
     return f"{value:,}"
@@ -56,13 +100,25 @@ machine = {
     "build": build,
 }
 json.dump({"machine": machine, "runs": runs,
-           "table": [{"figure": f, "ours": o, "nchan": n, "unit": u} for f, o, n, u in rows]},
+           "table": [{"figure": f, "ours": o, "nchan": n, "unit": u} for f, o, n, u in rows],
+           "clusterTable": [{"figure": f, "cluster": c, "sqlite": s, "unit": u} for f, c, s, u in cluster_rows]},
           open(json_path, "w"), indent=2)
 
-out = [f"Machine: {machine['cpus']} cores, {machine['cpu']}, Linux {machine['kernel']}; {build} build; loopback.", "",
-       "| figure | swift-pull-to-refresh | nginx + nchan | ratio (ours / nchan) |", "| --- | ---: | ---: | ---: |"]
-for figure, ours, nchan, unit in rows:
-    ratio = f"{ours / nchan:.2f}" if isinstance(ours, (int, float)) and isinstance(nchan, (int, float)) and nchan else "—"
-    out.append(f"| {figure} | {fmt(ours)} {unit} | {fmt(nchan)} {unit} | {ratio} |")
+
+def ratio(a, b):
+    numbers = isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool)
+    return f"{a / b:.2f}" if numbers and b else "—"
+
+
+out = [f"Machine: {machine['cpus']} cores, {machine['cpu']}, Linux {machine['kernel']}; {build} build; loopback."]
+if rows:
+    out += ["", "| figure | swift-pull-to-refresh | nginx + nchan | ratio (ours / nchan) |", "| --- | ---: | ---: | ---: |"]
+    for figure, ours, nchan, unit in rows:
+        out.append(f"| {figure} | {fmt(ours)} {unit} | {fmt(nchan)} {unit} | {ratio(ours, nchan)} |")
+if cluster_rows:
+    out += ["", "| figure | three instances, PostgreSQL | one instance, SQLite | ratio (cluster / SQLite) |",
+            "| --- | ---: | ---: | ---: |"]
+    for figure, cluster, sqlite, unit in cluster_rows:
+        out.append(f"| {figure} | {fmt(cluster)} {unit} | {fmt(sqlite)} {unit} | {ratio(cluster, sqlite)} |".replace("  |", " |"))
 open(markdown_path, "w").write("\n".join(out) + "\n")
 print(f"bench: {len(runs)} passed, 0 failed")

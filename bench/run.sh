@@ -2,13 +2,21 @@
 # Benchmarks swift-pull-to-refresh against nginx + nchan on this machine, one after the
 # other with the same parameters, and writes bench/results/<date>.{json,md}.
 #
-#   bash bench/run.sh            full run (release build, about 10 minutes)
+#   bash bench/run.sh            full run (release build, about 15 minutes)
 #   bash bench/run.sh --smoke    tiny counts, a few seconds, any build: keeps the script alive in CI
 #
-# FIGURES="l1 l2 fanout memory news" picks figures (default: all; the results are then
-# named after them, bench/results/<date>-<figures>.*). SCRATCH_PATH=DIR builds
+# FIGURES="l1 l2 fanout memory news cluster" picks figures (default: all; the results are
+# then named after them, bench/results/<date>-<figures>.*). SCRATCH_PATH=DIR builds
 # and runs the binaries in DIR (swift build --scratch-path) instead of .build, to stay clear
 # of another build in progress.
+#
+# The cluster figure is not against nchan: three instances sharing a throwaway PostgreSQL
+# (scripts/postgres, in a temporary folder, stopped on exit) against one instance on an
+# SQLite file, with the same parameters, one after the other for each parameter.
+# CLUSTER_COUNTS="1000 10000" (sessions told of one publish), CLUSTER_ROUNDS, and for the
+# sustained publishing RATE_COUNTS="10 1000" (sessions listening: a few, where the commit
+# path sets the pace, and many, where telling them does), RATE_PUBLISHERS and RATE_SECONDS
+# override the profile's parameters of that figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,10 +47,12 @@ bin=$(swift build "${build_flags[@]}" --show-bin-path)
 if [ "$smoke" = yes ]; then
     l1_samples=300; l2_counts="5"; l2_seconds=2; fan_counts="20"; fan_rounds=2; memory_counts="20"
     news_counts="200"; news_rounds=2
+    cluster_counts="30"; cluster_rounds=2; rate_counts="30"; rate_publishers=2; rate_seconds=2
     out=$(mktemp -d)
 else
     l1_samples=10000; l2_counts="100 1000"; l2_seconds=20; fan_counts="1000 10000"; fan_rounds=5; memory_counts="1000 10000"
     news_counts="1000 10000"; news_rounds=5
+    cluster_counts="1000 10000"; cluster_rounds=5; rate_counts="10 1000"; rate_publishers=8; rate_seconds=20
     # 10,000 streams take as many descriptors in the client and in the server.
     if [ "$(ulimit -n)" -lt 10100 ]; then
         echo "the open-file limit is $(ulimit -n) (hard limit $(ulimit -Hn)); 10,000 streams need about 10,100" >&2
@@ -50,18 +60,28 @@ else
     out=bench/results
     mkdir -p "$out"
 fi
+cluster_counts=${CLUSTER_COUNTS:-$cluster_counts}; cluster_rounds=${CLUSTER_ROUNDS:-$cluster_rounds}
+rate_counts=${RATE_COUNTS:-$rate_counts}; rate_publishers=${RATE_PUBLISHERS:-$rate_publishers}; rate_seconds=${RATE_SECONDS:-$rate_seconds}
 work=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
 lines="$work/lines.jsonl"
 server_pid=""
 measured_pid=""
+instance_pids=()
+postgres_dir=""
 cleanup() {
     [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+    for pid in "${instance_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    if [ -n "$postgres_dir" ]; then
+        scripts/postgres stop "$postgres_dir" || true
+        rm -rf "$postgres_dir"
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT
 
-wait_for_port() {
+wait_for_port() { # [PORT]
+    local port=${1:-$port}
     for _ in $(seq 100); do
         curl -s -o /dev/null "http://127.0.0.1:$port/" && return 0
         sleep 0.1
@@ -105,8 +125,67 @@ measure() { # TARGET MODE [flags…]
         python3 -c 'import json,sys; d=json.load(sys.stdin); d["kind"]=sys.argv[1]; d["args"]=sys.argv[2]; print(json.dumps(d))' "$target" "$*" >>"$lines"
 }
 
-figures=" ${FIGURES:-l1 l2 fanout memory news} "
+# Three instances on PostgreSQL (cluster) or one on a fresh SQLite file (sqlite), each
+# started fresh on an empty feed; the instances' PIDs go to refresh-bench as --server-pid.
+start_setup() { # cluster|sqlite
+    local name database
+    instance_pids=()
+    if [ "$1" = cluster ]; then
+        psql "${postgres_url%/*}/postgres" -qX -c "DROP DATABASE IF EXISTS ptr WITH (FORCE)" -c "CREATE DATABASE ptr" >/dev/null
+    fi
+    for index in $(seq "$([ "$1" = cluster ] && echo 3 || echo 1)"); do
+        if [ "$1" = cluster ]; then
+            name=(--instance "i$index"); database=$postgres_url
+        else
+            name=(); database="$work/sqlite-$RANDOM/feed.sqlite"
+        fi
+        "$bin/refresh-server" --port "$((port + index))" --database "$database" "${name[@]}" --max-samples-per-second 1000000000 \
+            --max-sessions-per-client 100000 --max-streams-per-client 100000 \
+            --max-sessions 30000 --max-streams 100000 --min-refresh-ms 0 --log-level warning --public Public >>"$work/$1-$index.log" 2>&1 &
+        instance_pids+=($!)
+    done
+    for index in $(seq "${#instance_pids[@]}"); do
+        wait_for_port "$((port + index))"
+        wait_until_ready "$((port + index))"
+    done
+}
+
+# Ready: the feed answers and, on PostgreSQL, the instance listens for news.
+wait_until_ready() { # PORT
+    for _ in $(seq 100); do
+        curl -sf -o /dev/null "http://127.0.0.1:$1/readyz" && return 0
+        sleep 0.1
+    done
+    echo "the instance on port $1 is not ready: $(curl -s "http://127.0.0.1:$1/readyz")" >&2
+    return 1
+}
+
+stop_setup() {
+    for pid in "${instance_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${instance_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    instance_pids=()
+    sleep 1
+}
+
+measure_setup() { # cluster|sqlite MODE [flags…]
+    local kind=$1 mode=$2 targets="" pids=()
+    shift 2
+    echo "  $kind $mode $*" >&2
+    for index in $(seq "${#instance_pids[@]}"); do
+        targets="$targets${targets:+,}127.0.0.1:$((port + index))"
+        pids+=(--server-pid "${instance_pids[index - 1]}")
+    done
+    [ "$kind" = cluster ] && pids+=(--database-pid "$(head -n1 "$postgres_dir/data/postmaster.pid")")
+    # news publishes on the first instance; publish-rate deals its publishers over all.
+    local publish_to="127.0.0.1:$((port + 1))"
+    [ "$mode" = publish-rate ] && publish_to=$targets
+    timeout 600 "$bin/refresh-bench" --target ours --mode "$mode" --targets "$targets" --publish-to "$publish_to" "${pids[@]}" "$@" |
+        python3 -c 'import json,sys; d=json.load(sys.stdin); d["kind"]=sys.argv[1]; d["args"]=sys.argv[2]; print(json.dumps(d))' "$kind" "$*" >>"$lines"
+}
+
+figures=" ${FIGURES:-l1 l2 fanout memory news cluster} "
 for target in ours nchan; do
+    [[ $figures =~ " "(l1|l2|fanout|memory|news)" " ]] || break
     echo "== $target" >&2
     # Fresh servers for each figure so one measurement's leftovers do not weigh on the next.
     if [[ $figures == *" l1 "* ]]; then
@@ -134,12 +213,35 @@ for target in ours nchan; do
     fi
 done
 
+if [[ $figures == *" cluster "* ]]; then
+    echo "== cluster (three instances on PostgreSQL) and sqlite (one instance)" >&2
+    postgres_dir=$(mktemp -d)
+    postgres_url=$(scripts/postgres start "$postgres_dir" "$((port + 10))")
+    # Interleaved, so the machine's drift weighs on both alike.
+    for count in $cluster_counts; do
+        for setup in cluster sqlite; do
+            start_setup "$setup"; measure_setup "$setup" news --count "$count" --rounds "$cluster_rounds"; stop_setup
+        done
+    done
+    for count in $rate_counts; do
+        for setup in cluster sqlite; do
+            start_setup "$setup"
+            measure_setup "$setup" publish-rate --count "$count" --publishers "$rate_publishers" --seconds "$rate_seconds"
+            stop_setup
+        done
+    done
+    scripts/postgres stop "$postgres_dir"
+    rm -rf "$postgres_dir"
+    postgres_dir=""
+fi
+
 stamp=$(date -u +%Y-%m-%d)
 # A run of some figures only is named after them, so it leaves the day's full run alone.
 [ -n "${FIGURES:-}" ] && stamp="$stamp-$(echo $FIGURES | tr ' ' '-')"
 [ "$smoke" = yes ] && stamp="$stamp-smoke"
 python3 bench/report.py "$lines" "$out/$stamp.json" "$out/$stamp.md" "$configuration"
-if [ "$smoke" = no ]; then
+# The plot draws the figures against nchan; a run of the cluster figure alone has none.
+if [ "$smoke" = no ] && python3 -c 'import json,sys; sys.exit(not json.load(open(sys.argv[1]))["table"])' "$out/$stamp.json"; then
     python3 -c 'import matplotlib' 2>/dev/null || python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore matplotlib
     python3 bench/plot.py "$out/$stamp.json"
 fi

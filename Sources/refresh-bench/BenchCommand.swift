@@ -26,22 +26,52 @@ struct BenchCommand: AsyncParsableCommand {
         /// One publish → `news` on N streams, each of its own session (nchan: N subscribers
         /// of one channel).
         case news
+        /// Publishers posting one item at a time for a bounded time, while N sessions listen:
+        /// publishes per second acknowledged, their latency, and whether every stream ends at
+        /// the feed's final head.
+        case publishRate = "publish-rate"
     }
 
     @Option(help: "Server kind: ours or nchan.") var target: Kind = .ours
     @Option(help: "Host of the server.") var host = "127.0.0.1"
     @Option(help: "Port of the server.") var port = 8080
-    @Option(help: "What to measure: l1, l2, fanout, memory, news.") var mode: Mode = .l1
+    @Option(help: "What to measure: l1, l2, fanout, memory, news, publish-rate.") var mode: Mode = .l1
     @Option(help: "Samples for l1.") var samples = 10_000
-    @Option(help: "Channels (l2) or streams (fanout, memory, news).") var count = 100
-    @Option(help: "Seconds of dragging for l2.") var seconds = 20.0
+    @Option(help: "Channels (l2) or streams (fanout, memory, news, publish-rate).") var count = 100
+    @Option(help: "Seconds of dragging for l2, of publishing for publish-rate.") var seconds = 20.0
     @Option(help: "Batches for fanout, publishes for news.") var rounds = 5
-    @Option(help: "PID of the server, to read its CPU time and memory.") var serverPid: Int?
+    @Option(help: "Instances the sessions are spread over in turn, HOST:PORT,HOST:PORT,… (news, publish-rate); default --host and --port.")
+    var targets: Endpoints?
+    @Option(help: "Instances published on, HOST:PORT,…: news publishes on the first, publish-rate deals its publishers over them in turn. Default: the first of --targets.")
+    var publishTo: Endpoints?
+    @Option(help: "Concurrent publishers for publish-rate, each on a kept-alive connection of its own.") var publishers = 4
+    @Option(help: "PID of the server, to read its CPU time and memory; repeat it for every instance of a cluster.")
+    var serverPid: [Int] = []
+    @Option(help: "PID of the database's main process (PostgreSQL's postmaster): its CPU and that of every process under it is read beside the server's; repeatable.")
+    var databasePid: [Int] = []
+
+    /// The instances sessions live on, session i on the i-th mod n.
+    var sessionTargets: Endpoints { targets ?? Endpoints([Endpoint(host: host, port: port)]) }
+    var publishTargets: Endpoints { publishTo ?? Endpoints([sessionTargets[0]]) }
+
+    func validate() throws {
+        if mode != .news, mode != .publishRate, sessionTargets.count > 1 || publishTargets.count > 1 {
+            throw ValidationError("--targets and --publish-to name several instances only for news and publish-rate")
+        }
+        if mode == .publishRate, target != .ours {
+            throw ValidationError("publish-rate measures our server only: it checks the feed heads its streams are told")
+        }
+    }
 
     func run() async throws {
-        let server: any Target = target == .ours ? OurServer(host: "\(host):\(port)") : Nchan(host: "\(host):\(port)")
+        let name = publishTargets[0].description
+        let server: any Target = target == .ours ? OurServer(host: name) : Nchan(host: name)
         var result: [String: Any] = ["target": server.name, "mode": mode.rawValue]
-        let cpuBefore = serverPid.flatMap(Self.cpuSeconds)
+        if sessionTargets.count > 1 || publishTo != nil {
+            result["targets"] = sessionTargets.all.map(\.description)
+            result["publishTargets"] = publishTargets.all.map(\.description)
+        }
+        let cpuBefore = Self.cpuSeconds(serverPid)
         let started = ContinuousClock.now
         switch mode {
         case .l1: try await latency(server, into: &result)
@@ -49,14 +79,20 @@ struct BenchCommand: AsyncParsableCommand {
         case .fanout: try await fanOut(server, into: &result)
         case .memory: try await memory(server, into: &result)
         case .news: try await news(server, into: &result)
+        case .publishRate: try await publishRate(server, into: &result)
         }
-        if let cpuBefore, let cpuAfter = serverPid.flatMap(Self.cpuSeconds) {
+        if let cpuBefore, let cpuAfter = Self.cpuSeconds(serverPid) {
             let wall = Self.seconds(ContinuousClock.now - started)
             result["serverCpuSeconds"] = cpuAfter - cpuBefore
             result["serverCpuPercent"] = (cpuAfter - cpuBefore) / wall * 100
         }
         let data = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
         print(String(decoding: data, as: UTF8.self))
+        if let broken = result["brokenInvariant"] as? String {
+            // The figures are printed all the same, so the run that broke it can be read.
+            FileHandle.standardError.write(Data("refresh-bench: \(broken)\n".utf8))
+            throw ExitCode.failure
+        }
     }
 
     // MARK: - L1
@@ -65,7 +101,7 @@ struct BenchCommand: AsyncParsableCommand {
         var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
         let samples = self.samples
         let warmUp = 200
-        let probe = CPUProbe(pid: serverPid)
+        let probe = CPUProbe(processes: serverPid)
         var cpuAtStart: CPUReading?
         var cpuAtEnd: CPUReading?
         try await Connection.with(host: host, port: port) { control in
@@ -111,7 +147,7 @@ struct BenchCommand: AsyncParsableCommand {
         let start = ContinuousClock.now + .seconds(2)
         // The window over which server CPU is counted: from just before the first drag until
         // the last session stops, with every connection open throughout.
-        let probe = CPUProbe(pid: serverPid)
+        let probe = CPUProbe(processes: serverPid)
         let window = MeasuredWindow(opens: start - .milliseconds(50), sessions: count, probe: probe)
         let opening = Task { () -> CPUReading? in
             try? await ContinuousClock().sleep(until: window.opens)
@@ -189,7 +225,7 @@ struct BenchCommand: AsyncParsableCommand {
                     try await control.send(request)
                     _ = try await control.response()
                 }
-                let arrivals = await board.takeArrivals(count)
+                let arrivals = await board.takeArrivals(count).map(\.nanoseconds)
                 for arrival in arrivals { _ = perStream.record((arrival - min(arrival, sent)) / 1000) }
                 lastTimes.append(Double((arrivals.max() ?? sent) - sent) / 1_000_000)
                 try await Task.sleep(for: .milliseconds(300))
@@ -205,21 +241,23 @@ struct BenchCommand: AsyncParsableCommand {
     /// Opens `count` watched streams, a few hundred at a time, and waits until all are live:
     /// until each has read `readyTokens[0]` (by default the server's sign of a live
     /// subscription), or `timeout` runs out. The later ready tokens are stages the caller
-    /// waits for itself.
+    /// waits for itself. Stream i connects to the i-th of the session targets (mod n), where
+    /// its session lives, and arrives on the board in that target's group.
     private func openStreams(
         count: Int, board: ArrivalBoard, readyTokens: [[UInt8]]? = nil, token: [UInt8], server: any Target,
-        timeout: Duration? = nil, channel: @escaping @Sendable (Int) -> String
+        timeout: Duration? = nil, heads: HeadBoard? = nil, channel: @escaping @Sendable (Int) -> String
     ) async throws -> [any Channel] {
         let readyTokens = readyTokens ?? [server.subscribedToken]
-        let (host, port) = (self.host, self.port)
+        let targets = sessionTargets
         var streams: [any Channel] = []
         for batchStart in stride(from: 0, to: count, by: 200) {
             let batch = try await withThrowingTaskGroup(of: (any Channel).self) { group in
                 for index in batchStart..<min(count, batchStart + 200) {
                     group.addTask {
                         try await StreamWatcher.open(
-                            host: host, port: port, request: server.subscribe(channel(index)),
-                            readyTokens: readyTokens, token: token, board: board)
+                            host: targets[index].host, port: targets[index].port, request: server.subscribe(channel(index)),
+                            readyTokens: readyTokens, token: token, board: board,
+                            index: index, group: index % targets.count, heads: heads)
                     }
                 }
                 var opened: [any Channel] = []
@@ -235,16 +273,26 @@ struct BenchCommand: AsyncParsableCommand {
         return streams
     }
 
-    // MARK: - News
+    // MARK: - Listening sessions
 
-    /// N streams, each of a session that shows a first page (nchan: N subscribers of one
-    /// channel); one publish per round, timed until every stream has read its news. Setup is
-    /// not measured but bounded: a few connections at once, and every stage has a deadline.
-    private func news(_ server: any Target, into result: inout [String: Any]) async throws {
-        let (count, rounds, host, port) = (self.count, self.rounds, self.host, self.port)
-        guard count > 0, rounds > 0 else { throw BenchError("news needs --count and --rounds of at least 1") }
+    /// N sessions, each with its own stream and a first page shown (nchan: N subscribers of
+    /// one channel), spread over the session targets in turn: where news and publish-rate
+    /// start from.
+    private struct ListeningSessions {
+        let channels: [String]
+        let streams: [any Channel]
+        let board: ArrivalBoard
+
+        func close() {
+            for stream in streams { stream.close(promise: nil) }
+        }
+    }
+
+    /// Sets N sessions up. Not measured but bounded: a few connections at once, and every
+    /// stage has a deadline; each stage's time goes into `result`.
+    private func listeningSessions(_ server: any Target, heads: HeadBoard? = nil, into result: inout [String: Any]) async throws -> ListeningSessions {
+        let (count, targets) = (self.count, sessionTargets)
         let setupLimit = Duration.seconds(30) + .milliseconds(10 * Int64(count))
-        let roundLimit = Duration.seconds(30)
         let lanes = 32
         let clock = ContinuousClock()
         var stage = clock.now
@@ -256,12 +304,14 @@ struct BenchCommand: AsyncParsableCommand {
         let channels: [String]
         if server.newsChannelPerStream {
             channels = try await Self.withTimeout(setupLimit, "making \(count) sessions") {
-                try await Self.overConnections(count: count, lanes: lanes, host: host, port: port) { control, index in
+                try await Self.overConnections(count: count, lanes: lanes, targets: targets) { control, index in
                     try await server.makeChannel(on: control, index: index, hearsNews: true)
                 }
             }
         } else {
-            channels = try await Connection.with(host: host, port: port) { [try await server.makeChannel(on: $0, index: 0, hearsNews: true)] }
+            channels = try await Connection.with(host: targets[0].host, port: targets[0].port) {
+                [try await server.makeChannel(on: $0, index: 0, hearsNews: true)]
+            }
         }
         result["setupChannelsSeconds"] = setupTime()
 
@@ -269,109 +319,354 @@ struct BenchCommand: AsyncParsableCommand {
         let readyTokens = [server.subscribedToken] + (server.firstPageToken.map { [$0] } ?? [])
         let streams = try await openStreams(
             count: count, board: board, readyTokens: readyTokens, token: server.newsToken, server: server,
-            timeout: setupLimit
+            timeout: setupLimit, heads: heads
         ) { channels[$0 % channels.count] }
-        defer { for stream in streams { stream.close(promise: nil) } }
+        let sessions = ListeningSessions(channels: channels, streams: streams, board: board)
         result["setupStreamsSeconds"] = setupTime()
 
-        if server.firstPageToken != nil {
-            _ = try await Self.withTimeout(setupLimit, "asking \(count) sessions for a first page") {
-                try await Self.overConnections(count: channels.count, lanes: lanes, host: host, port: port) { control, index in
-                    guard let request = server.showFirstPage(channels[index]) else { return 0 }
-                    try await control.send(request)
-                    let (status, body) = try await control.response()
-                    guard (200..<300).contains(status) else { throw BenchError("asking for a first page answered \(status): \(body.prefix(200))") }
-                    return status
+        do {
+            if server.firstPageToken != nil {
+                _ = try await Self.withTimeout(setupLimit, "asking \(count) sessions for a first page") {
+                    try await Self.overConnections(count: channels.count, lanes: lanes, targets: targets) { control, index in
+                        guard let request = server.showFirstPage(channels[index]) else { return 0 }
+                        try await control.send(request)
+                        let (status, body) = try await control.response()
+                        guard (200..<300).contains(status) else { throw BenchError("asking for a first page answered \(status): \(body.prefix(200))") }
+                        return status
+                    }
                 }
+                guard await board.waitReady(count, stage: 1, timeout: setupLimit) else {
+                    throw BenchError("only \(board.readyCount(stage: 1)) of \(count) streams showed a first page within \(setupLimit)")
+                }
+                result["setupFirstPageSeconds"] = setupTime()
             }
-            guard await board.waitReady(count, stage: 1, timeout: setupLimit) else {
-                throw BenchError("only \(board.readyCount(stage: 1)) of \(count) streams showed a first page within \(setupLimit)")
-            }
-            result["setupFirstPageSeconds"] = setupTime()
+            try await Task.sleep(for: .milliseconds(500))
+        } catch {
+            sessions.close()
+            throw error
         }
-        try await Task.sleep(for: .milliseconds(500))
+        return sessions
+    }
 
-        let probe = CPUProbe(pid: serverPid)
+    // MARK: - News
+
+    /// N streams, each of a session that shows a first page (nchan: N subscribers of one
+    /// channel), spread over the session targets; one publish per round on the first publish
+    /// target, timed until every stream has read its news. One unmeasured publish goes first,
+    /// so that no measured round pays for what a first publish sets up (a pooled connection
+    /// to the database on each instance). With several targets, the figures are also given
+    /// per target, and for the targets not published on together: those hear of the publish
+    /// through the database.
+    private func news(_ server: any Target, into result: inout [String: Any]) async throws {
+        let (count, rounds) = (self.count, self.rounds)
+        guard count > 0, rounds > 0 else { throw BenchError("news needs --count and --rounds of at least 1") }
+        let roundLimit = Duration.seconds(30)
+        let sessions = try await listeningSessions(server, into: &result)
+        defer { sessions.close() }
+        let (channels, board) = (sessions.channels, sessions.board)
+        let publishTarget = publishTargets[0]
+
+        let probes = CPUProbes(server: serverPid, database: databasePid)
         let tag = String(UInt32.random(in: 0...UInt32.max), radix: 36)
-        let done = try await Self.withTimeout((roundLimit + .seconds(1)) * rounds, "\(rounds) publishes") {
-            try await Connection.with(host: host, port: port) { control in
+        let done = try await Self.withTimeout((roundLimit + .seconds(1)) * (rounds + 1), "\(rounds) publishes") {
+            try await Connection.with(host: publishTarget.host, port: publishTarget.port) { control in
+                try await control.send(server.news(channels[0], round: 0, tag: "\(tag)w"))
+                let (status, body) = try await control.response()
+                guard (200..<300).contains(status) else { throw BenchError("the warm-up publish answered \(status): \(body.prefix(200))") }
+                let warm = await board.takeArrivals(count, timeout: roundLimit)
+                guard warm.count == count else {
+                    throw BenchError("the warm-up publish: \(warm.count) of \(count) streams read its news within \(roundLimit)")
+                }
+                try await Task.sleep(for: .milliseconds(300))
                 var done: [NewsRound] = []
                 for round in 0..<rounds {
-                    // The server's CPU for one publish: read just before it is sent, and again
-                    // once every stream has read its news and the publish has been answered.
-                    let cpuAtStart = probe?.read()
+                    // The CPU for one publish: read just before it is sent, and again once every
+                    // stream has read its news and the publish has been answered.
+                    let cpuAtStart = probes.read()
                     let sent = ArrivalBoard.now()
                     try await control.send(server.news(channels[0], round: round, tag: tag))
                     let (status, body) = try await control.response()
                     let answered = ArrivalBoard.now()
                     guard (200..<300).contains(status) else { throw BenchError("publishing answered \(status): \(body.prefix(200))") }
                     let arrivals = await board.takeArrivals(count, timeout: roundLimit)
-                    let cpuAtEnd = probe?.read()
+                    let cpuAtEnd = probes.read()
                     guard arrivals.count == count else {
                         throw BenchError("publish \(round): \(arrivals.count) of \(count) streams read the news within \(roundLimit)")
                     }
-                    let microseconds = arrivals.map { ($0 - min($0, sent)) / 1000 }
+                    let microseconds = arrivals.map { ($0.nanoseconds - min($0.nanoseconds, sent)) / 1000 }
                     done.append(NewsRound(
                         microseconds: microseconds,
+                        groups: arrivals.map(\.group),
                         firstMs: Double(microseconds.min() ?? 0) / 1000,
-                        lastMs: Double((arrivals.max() ?? sent) - sent) / 1_000_000,
+                        lastMs: Double(microseconds.max() ?? 0) / 1000,
                         answeredMs: Double(answered - sent) / 1_000_000,
-                        cpuMs: cpuAtStart.flatMap { start in cpuAtEnd.map { Double($0.since(start)) / 1_000_000 } }))
+                        cpu: probes.span(from: cpuAtStart, to: cpuAtEnd)))
                     try await Task.sleep(for: .milliseconds(300))
                 }
                 return done
             }
         }
-        var perStream = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
-        var p50s: [UInt64] = []
-        var p99s: [UInt64] = []
-        for round in done {
-            var histogram = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
-            for value in round.microseconds { _ = histogram.record(value) }
-            perStream.add(histogram)
-            p50s.append(histogram.valueAtPercentile(50))
-            p99s.append(histogram.valueAtPercentile(99))
-        }
-        Self.summarize(perStream, into: &result)
+        Self.summarize(Self.histogram(done.map { $0.microseconds[...] }), into: &result)
         result["streams"] = count
         result["rounds"] = rounds
         result["lastStreamMs"] = Self.median(done.map(\.lastMs))
         result["lastStreamMsEach"] = done.map(\.lastMs)
         result["firstStreamMsEach"] = done.map(\.firstMs)
         result["publishAnsweredMsEach"] = done.map(\.answeredMs)
-        result["p50usEach"] = p50s
-        result["p99usEach"] = p99s
-        let cpuTimes = done.compactMap(\.cpuMs)
-        if let probe, cpuTimes.count == rounds {
-            result["serverCpuPublishMs"] = Self.median(cpuTimes)
-            result["serverCpuPublishMsEach"] = cpuTimes
-            result["serverCpuClock"] = probe.clock.rawValue
+        result["p50usEach"] = done.map { Self.histogram([$0.microseconds[...]]).valueAtPercentile(50) }
+        result["p99usEach"] = done.map { Self.histogram([$0.microseconds[...]]).valueAtPercentile(99) }
+        recordNewsByTarget(done, publishedOn: publishTarget, into: &result)
+
+        let serverCpu = done.compactMap(\.cpu.server)
+        if serverCpu.count == rounds {
+            result["serverCpuPublishMs"] = Self.median(serverCpu)
+            result["serverCpuPublishMsEach"] = serverCpu
         }
+        let databaseCpu = done.compactMap(\.cpu.database)
+        if databaseCpu.count == rounds {
+            result["databaseCpuPublishMs"] = Self.median(databaseCpu)
+            result["databaseCpuPublishMsEach"] = databaseCpu
+            result["totalCpuPublishMs"] = Self.median(done.compactMap(\.cpu.total))
+        }
+        probes.record(into: &result)
     }
 
-    /// One publish of the news mode: each stream's latency, the time to the first and the
-    /// last stream and to the publish's answer, and the server's CPU for it.
+    /// With several session targets: per target, and for those other than the one published
+    /// on, per-stream p50 and p99 over all rounds and the median time to their last stream.
+    private func recordNewsByTarget(_ done: [NewsRound], publishedOn publishTarget: Endpoint, into result: inout [String: Any]) {
+        let targets = sessionTargets
+        guard targets.count > 1 else { return }
+        func figures(_ inGroup: (Int) -> Bool) -> [String: Any] {
+            var slices: [ArraySlice<UInt64>] = []
+            var lastMs: [Double] = []
+            for round in done {
+                let values = zip(round.microseconds, round.groups).filter { inGroup($0.1) }.map(\.0)
+                slices.append(values[...])
+                lastMs.append(Double(values.max() ?? 0) / 1000)
+            }
+            let histogram = Self.histogram(slices)
+            return ["streams": Int(histogram.totalCount) / max(done.count, 1), "p50us": histogram.valueAtPercentile(50),
+                    "p99us": histogram.valueAtPercentile(99), "lastStreamMs": Self.median(lastMs)]
+        }
+        result["byTarget"] = targets.all.indices.map { group in
+            var entry = figures { $0 == group }
+            entry["target"] = targets.all[group].description
+            return entry
+        }
+        let published = targets.all.firstIndex(of: publishTarget)
+        let others = figures { $0 != published }
+        result["otherTargetsP50us"] = others["p50us"]
+        result["otherTargetsP99us"] = others["p99us"]
+        result["otherTargetsLastStreamMs"] = others["lastStreamMs"]
+    }
+
+    /// One publish of the news mode: each stream's latency and the group (target) it is on,
+    /// the time to the first and the last stream and to the publish's answer, and the CPU
+    /// for it.
     private struct NewsRound: Sendable {
         var microseconds: [UInt64]
+        var groups: [Int]
         var firstMs: Double
         var lastMs: Double
         var answeredMs: Double
-        var cpuMs: Double?
+        var cpu: CPUProbes.Span
     }
 
-    /// Runs `each` for indexes 0..<count over `lanes` connections at once, each connection
-    /// taking every `lanes`-th index in turn; answers the results in index order.
+    // MARK: - Publish rate
+
+    /// N listening sessions spread over the session targets, then `publishers` connections
+    /// dealt over the publish targets, each posting one new item at a time, the next as soon
+    /// as the last is answered, until `seconds` have passed. Counts the `201`s per second of
+    /// publishing and their latency; then waits until every stream has been told the feed's
+    /// final head. Positions are dense, so the head must be the one the warm-up publish left
+    /// plus one per acknowledged publish: a stream that never gets there lost news, a head
+    /// short of it lost an acknowledged item, and a `news` that does not move a stream's head
+    /// forward was told twice. Each breaks the run (non-zero exit, after the figures).
+    private func publishRate(_ server: any Target, into result: inout [String: Any]) async throws {
+        let (count, publishers, targets) = (self.count, self.publishers, publishTargets)
+        guard count > 0, publishers > 0, seconds > 0 else { throw BenchError("publish-rate needs --count, --publishers and --seconds above 0") }
+        let tellLimit = Duration.seconds(30)
+        let heads = HeadBoard(streams: count)
+        let sessions = try await listeningSessions(server, heads: heads, into: &result)
+        defer { sessions.close() }
+        let channel = sessions.channels[0]
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+
+        // Warm-up: after one publish every stream knows where the feed starts.
+        try await Connection.with(host: targets[0].host, port: targets[0].port) { control in
+            try await control.send(server.news(channel, round: 0, tag: "\(tag)w"))
+            let (status, body) = try await control.response()
+            guard status == 201 else { throw BenchError("the warm-up publish answered \(status): \(body.prefix(200))") }
+        }
+        let warm = await sessions.board.takeArrivals(count, timeout: tellLimit)
+        guard warm.count == count else { throw BenchError("the warm-up publish: \(warm.count) of \(count) streams read its news within \(tellLimit)") }
+        let start = heads.snapshot()
+        let startHead = start.map(\.head).max() ?? 0
+        guard start.allSatisfy({ $0.head == startHead }) else {
+            throw BenchError("after the warm-up publish the streams were told heads from \(start.map(\.head).min() ?? 0) to \(startHead)")
+        }
+        try await Task.sleep(for: .milliseconds(300))
+
+        let probes = CPUProbes(server: serverPid, database: databasePid)
+        let cpuAtStart = probes.read()
+        let clock = ContinuousClock()
+        let began = clock.now
+        let deadline = began + .milliseconds(Int64(seconds * 1000))
+        let outcomes = await withTaskGroup(of: PublisherOutcome.self) { group in
+            for publisher in 0..<publishers {
+                let endpoint = targets[publisher]
+                group.addTask {
+                    await Self.publish(server, channel: channel, on: endpoint, tag: "\(tag)p\(publisher)", until: deadline)
+                }
+            }
+            var all: [PublisherOutcome] = []
+            for await outcome in group { all.append(outcome) }
+            return all
+        }
+        let publishingSeconds = Self.seconds(clock.now - began)
+        let acknowledged = outcomes.reduce(0) { $0 + $1.acknowledged }
+        let expectedHead = startHead + Int64(acknowledged)
+        let allTold = await heads.waitAll(atLeast: expectedHead, timeout: tellLimit)
+        let cpuAtEnd = probes.read()
+        let windowSeconds = Self.seconds(clock.now - began)
+        var final = heads.snapshot()
+        let finalHead = final.map(\.head).max() ?? 0
+        if finalHead > expectedHead {
+            // A publish that got no 201 committed all the same: wait for its news too.
+            _ = await heads.waitAll(atLeast: finalHead, timeout: .seconds(5))
+            final = heads.snapshot()
+        }
+
+        var latency = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
+        var statuses: [String: Int] = [:]
+        for outcome in outcomes {
+            latency.add(outcome.latency)
+            for (status, times) in outcome.statuses { statuses[status, default: 0] += times }
+        }
+        Self.summarize(latency, into: &result)
+        result["streams"] = count
+        result["publishers"] = publishers
+        result["seconds"] = seconds
+        result["publishingSeconds"] = publishingSeconds
+        result["publishes"] = acknowledged
+        result["publishesPerSecond"] = Double(acknowledged) / publishingSeconds
+        result["notAcknowledged"] = statuses
+        result["startHead"] = startHead
+        result["expectedHead"] = expectedHead
+        result["finalHead"] = finalHead
+        let atFinal = final.filter { $0.head == finalHead }
+        result["streamsAtFinalHead"] = atFinal.count
+        result["committedWithoutAcknowledgement"] = max(0, finalHead - expectedHead)
+        result["newsPerStream"] = Self.median(zip(final, start).map { Double($0.events - $1.events) })
+        let repeats = final.reduce(0) { $0 + $1.repeats }
+        result["newsRepeated"] = repeats
+        // From the last publish answered to the last stream told the final head; 0 when every
+        // stream was told before the last answer went out.
+        let lastAnswered = outcomes.map(\.lastAnswered).max() ?? 0
+        let lastTold = atFinal.map(\.nanoseconds).max() ?? lastAnswered
+        result["lastStreamMs"] = Double(lastTold - min(lastTold, lastAnswered)) / 1_000_000
+
+        let cpu = probes.span(from: cpuAtStart, to: cpuAtEnd)
+        if acknowledged > 0 {
+            if let server = cpu.server {
+                result["serverCpuPerPublishUs"] = server * 1000 / Double(acknowledged)
+                result["serverCpuWindowPercent"] = server / 10 / windowSeconds
+            }
+            if let database = cpu.database {
+                result["databaseCpuPerPublishUs"] = database * 1000 / Double(acknowledged)
+                result["databaseCpuWindowPercent"] = database / 10 / windowSeconds
+            }
+            if cpu.database != nil, let total = cpu.total { result["totalCpuPerPublishUs"] = total * 1000 / Double(acknowledged) }
+        }
+        probes.record(into: &result)
+
+        let nothingLost = allTold && finalHead >= expectedHead && atFinal.count == count
+        result["nothingLost"] = nothingLost
+        if finalHead < expectedHead {
+            result["brokenInvariant"] =
+                "no stream was told a head past \(finalHead), \(expectedHead - finalHead) short of \(expectedHead) after \(acknowledged) acknowledged publishes: items lost, or news lost on every stream"
+        } else if !nothingLost {
+            result["brokenInvariant"] = "\(count - atFinal.count) of \(count) streams were not told the final head \(finalHead) within \(tellLimit)"
+        } else if repeats > 0 {
+            result["brokenInvariant"] = "\(repeats) news events told a stream a head it had already been told"
+        }
+    }
+
+    /// What one publisher did: its acknowledged publishes' latency, every other answer by
+    /// status (`connection lost` when one had none), and when its last answer came.
+    private struct PublisherOutcome: Sendable {
+        var latency = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
+        var acknowledged = 0
+        var statuses: [String: Int] = [:]
+        var lastAnswered: UInt64 = 0
+    }
+
+    /// Posts one new item at a time on a kept-alive connection to `endpoint` until `deadline`,
+    /// connecting again if the connection is lost.
+    private static func publish(
+        _ server: any Target, channel: String, on endpoint: Endpoint, tag: String, until deadline: ContinuousClock.Instant
+    ) async -> PublisherOutcome {
+        var outcome = PublisherOutcome()
+        var next = 0
+        let clock = ContinuousClock()
+        while clock.now < deadline {
+            var inFlight = false
+            do {
+                try await Connection.with(host: endpoint.host, port: endpoint.port) { control in
+                    while clock.now < deadline {
+                        let sent = clock.now
+                        inFlight = true
+                        try await control.send(server.news(channel, round: next, tag: tag))
+                        next += 1
+                        let (status, _) = try await control.response()
+                        inFlight = false
+                        outcome.lastAnswered = ArrivalBoard.now()
+                        if status == 201 {
+                            outcome.acknowledged += 1
+                            _ = outcome.latency.record(microseconds(clock.now - sent))
+                        } else {
+                            outcome.statuses["\(status)", default: 0] += 1
+                        }
+                    }
+                }
+            } catch {
+                if inFlight { outcome.statuses["connection lost", default: 0] += 1 }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        return outcome
+    }
+
+    // MARK: - Helpers of news and publish-rate
+
+    /// One histogram of microseconds over several sets of them.
+    static func histogram(_ sets: [ArraySlice<UInt64>]) -> Histogram<UInt64> {
+        var histogram = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
+        for set in sets { for value in set { _ = histogram.record(value) } }
+        return histogram
+    }
+
+    /// Runs `each` for indexes 0..<count over about `lanes` connections at once; index i goes
+    /// to the i-th of `targets` (mod n), each of them with its share of the lanes, each lane
+    /// taking its target's indexes in turn. Answers the results in index order.
     private static func overConnections<Value: Sendable>(
-        count: Int, lanes: Int, host: String, port: Int,
+        count: Int, lanes: Int, targets: Endpoints,
         _ each: @escaping @Sendable (Connection, Int) async throws -> Value
     ) async throws -> [Value] {
-        try await withThrowingTaskGroup(of: [(Int, Value)].self) { group in
-            for lane in 0..<min(lanes, count) {
-                group.addTask {
-                    try await Connection.with(host: host, port: port) { control in
-                        var done: [(Int, Value)] = []
-                        for index in stride(from: lane, to: count, by: lanes) { done.append((index, try await each(control, index))) }
-                        return done
+        let perTarget = max(1, lanes / targets.count)
+        let stride = targets.count * perTarget
+        return try await withThrowingTaskGroup(of: [(Int, Value)].self) { group in
+            for target in 0..<targets.count {
+                for lane in 0..<perTarget where target + lane * targets.count < count {
+                    let endpoint = targets[target]
+                    group.addTask {
+                        try await Connection.with(host: endpoint.host, port: endpoint.port) { control in
+                            var done: [(Int, Value)] = []
+                            for index in Swift.stride(from: target + lane * targets.count, to: count, by: stride) {
+                                done.append((index, try await each(control, index)))
+                            }
+                            return done
+                        }
                     }
                 }
             }
@@ -405,7 +700,7 @@ struct BenchCommand: AsyncParsableCommand {
     // MARK: - Memory
 
     private func memory(_ server: any Target, into result: inout [String: Any]) async throws {
-        guard let pid = serverPid else { throw BenchError("memory needs --server-pid") }
+        guard let pid = serverPid.first else { throw BenchError("memory needs --server-pid") }
         let before = Self.rssKiB(pid)
         let channels = try await Connection.with(host: host, port: port) { control in
             var channels: [String] = []
@@ -438,6 +733,17 @@ struct BenchCommand: AsyncParsableCommand {
 
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
+    }
+
+    /// User plus system CPU of processes, added up; nil without any, or if one is gone.
+    static func cpuSeconds(_ pids: [Int]) -> Double? {
+        guard !pids.isEmpty else { return nil }
+        var total = 0.0
+        for pid in pids {
+            guard let seconds = cpuSeconds(pid) else { return nil }
+            total += seconds
+        }
+        return total
     }
 
     /// User plus system CPU of a process, from /proc.

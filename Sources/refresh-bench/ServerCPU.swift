@@ -27,26 +27,51 @@ struct CPUReading: Sendable {
     }
 }
 
-/// Reads the CPU time of one server process, with the most precise clock that works for it.
+/// Reads the CPU time of the processes under test, added up: one server, every instance of
+/// a cluster, or a database with every process it forks. Each is read with all its threads,
+/// with the most precise clock that works for the first of them.
 struct CPUProbe: Sendable {
-    let pid: Int
+    /// Processes read with their threads; a reading fails if one of them is gone.
+    let processes: [Int]
+    /// Processes read with every process under them, listed anew at each reading:
+    /// PostgreSQL's postmaster forks a backend per connection, and they come and go.
+    let trees: [Int]
     let clock: CPUClock
 
-    init?(pid: Int?) {
-        guard let pid else { return nil }
-        self.pid = pid
-        if Self.read(pid, .schedstat) != nil {
+    init?(processes: [Int], trees: [Int] = []) {
+        guard let first = processes.first ?? trees.first else { return nil }
+        self.processes = processes
+        self.trees = trees
+        if Self.read(first, .schedstat) != nil {
             clock = .schedstat
-        } else if Self.read(pid, .stat) != nil {
+        } else if Self.read(first, .stat) != nil {
             clock = .stat
         } else {
             return nil
         }
     }
 
-    func read() -> CPUReading? { Self.read(pid, clock) }
+    func read() -> CPUReading? {
+        var threads: [String: UInt64] = [:]
+        for pid in processes {
+            guard let reading = Self.read(pid, clock) else { return nil }
+            threads.merge(reading) { $1 }
+        }
+        // A process under a tree that ended between the listing and the read is skipped.
+        for pid in Self.descendants(of: trees) {
+            if let reading = Self.read(pid, clock) { threads.merge(reading) { $1 } }
+        }
+        return threads.isEmpty ? nil : CPUReading(threads: threads)
+    }
 
-    private static func read(_ pid: Int, _ clock: CPUClock) -> CPUReading? {
+    /// Milliseconds of CPU between two readings; nil when one is missing.
+    static func milliseconds(from start: CPUReading?, to end: CPUReading?) -> Double? {
+        guard let start, let end else { return nil }
+        return Double(end.since(start)) / 1_000_000
+    }
+
+    /// Nanoseconds each thread of `pid` has run, keyed `PID/TID` (stat: one total, keyed `PID`).
+    private static func read(_ pid: Int, _ clock: CPUClock) -> [String: UInt64]? {
         switch clock {
         case .schedstat:
             guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
@@ -56,12 +81,37 @@ struct CPUProbe: Sendable {
                 guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8),
                     let first = text.split(separator: " ").first, let ran = UInt64(first)
                 else { continue }
-                threads[task] = ran
+                threads["\(pid)/\(task)"] = ran
             }
-            return threads.isEmpty ? nil : CPUReading(threads: threads)
+            return threads.isEmpty ? nil : threads
         case .stat:
-            return BenchCommand.cpuSeconds(pid).map { CPUReading(threads: ["": UInt64(($0 * 1e9).rounded())]) }
+            return BenchCommand.cpuSeconds(pid).map { ["\(pid)": UInt64(($0 * 1e9).rounded())] }
         }
+    }
+
+    /// `roots` and every process under them, from the parent each process names in /proc.
+    private static func descendants(of roots: [Int]) -> [Int] {
+        guard !roots.isEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+        var children: [Int: [Int]] = [:]
+        for entry in entries {
+            guard let pid = Int(entry), let parent = parentPID(pid) else { continue }
+            children[parent, default: []].append(pid)
+        }
+        var found: [Int] = []
+        var next = roots
+        while let pid = next.popLast() {
+            found.append(pid)
+            next += children[pid] ?? []
+        }
+        return found
+    }
+
+    private static func parentPID(_ pid: Int) -> Int? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else {
+            return nil
+        }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 1 ? Int(fields[1]) : nil
     }
 
     /// Writes the server CPU per sample between two readings into `result`; nothing when a
@@ -142,4 +192,46 @@ final class MeasuredWindow: Sendable {
     /// The server's CPU when the last session stopped; nil if a session failed.
     var cpuAtEnd: CPUReading? { state.withLock { $0.failed ? nil : $0.cpuAtEnd } }
     var lateSessions: Int { state.withLock { $0.lateSessions } }
+}
+
+/// The server's processes (every instance) and the database's, read at the same moments, so
+/// a figure can say where a publish's CPU went.
+struct CPUProbes: Sendable {
+    let server: CPUProbe?
+    let database: CPUProbe?
+
+    struct Reading: Sendable {
+        let server: CPUReading?
+        let database: CPUReading?
+    }
+
+    /// Milliseconds of CPU between two readings.
+    struct Span: Sendable {
+        var server: Double?
+        var database: Double?
+        /// Both, or whichever was read.
+        var total: Double? {
+            guard server != nil || database != nil else { return nil }
+            return (server ?? 0) + (database ?? 0)
+        }
+    }
+
+    init(server: [Int], database: [Int]) {
+        self.server = CPUProbe(processes: server)
+        self.database = CPUProbe(processes: [], trees: database)
+    }
+
+    func read() -> Reading { Reading(server: server?.read(), database: database?.read()) }
+
+    func span(from start: Reading, to end: Reading) -> Span {
+        Span(
+            server: CPUProbe.milliseconds(from: start.server, to: end.server),
+            database: CPUProbe.milliseconds(from: start.database, to: end.database))
+    }
+
+    /// The clocks used, for the JSON line.
+    func record(into result: inout [String: Any]) {
+        if let server { result["serverCpuClock"] = server.clock.rawValue }
+        if let database { result["databaseCpuClock"] = database.clock.rawValue }
+    }
 }

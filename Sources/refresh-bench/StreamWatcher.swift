@@ -18,7 +18,7 @@ final class ArrivalBoard: Sendable {
     private struct State {
         /// Streams that have passed each stage of their setup.
         var ready: [Int] = []
-        var arrivals: [UInt64] = []
+        var arrivals: [Arrival] = []
         var readyWaiter: Waiter?
         var arrivalWaiter: Waiter?
         var nextWaiter: UInt64 = 0
@@ -39,9 +39,16 @@ final class ArrivalBoard: Sendable {
         }
     }
 
-    func markArrival(_ nanoseconds: UInt64) {
+    /// One stream read the awaited token: when, and the group of streams it belongs to (the
+    /// instance it is connected to).
+    struct Arrival: Sendable {
+        let nanoseconds: UInt64
+        let group: Int
+    }
+
+    func markArrival(_ nanoseconds: UInt64, group: Int = 0) {
         state.withLock { state in
-            state.arrivals.append(nanoseconds)
+            state.arrivals.append(Arrival(nanoseconds: nanoseconds, group: group))
             if let waiter = state.arrivalWaiter, state.arrivals.count >= waiter.target {
                 state.arrivalWaiter = nil
                 waiter.continuation.resume(returning: true)
@@ -64,7 +71,7 @@ final class ArrivalBoard: Sendable {
 
     /// Waits for `count` arrivals in total, then hands them over and starts afresh. When
     /// `timeout` runs out first, hands over the fewer that came.
-    func takeArrivals(_ count: Int, timeout: Duration? = nil) async -> [UInt64] {
+    func takeArrivals(_ count: Int, timeout: Duration? = nil) async -> [Arrival] {
         _ = await wait(timeout: timeout, slot: \.arrivalWaiter) { state, id, continuation in
             if state.arrivals.count >= count { return true }
             state.arrivalWaiter = Waiter(id: id, stage: 0, target: count, continuation: continuation)
@@ -107,22 +114,83 @@ final class ArrivalBoard: Sendable {
     static func now() -> UInt64 { NIODeadline.now().uptimeNanoseconds }
 }
 
+/// The newest feed head each stream has been told (`"head":N` in its `news`), so a run can
+/// check that every stream ends where the feed ends (nothing lost on the way) and was never
+/// told a head it had already passed (nothing twice).
+final class HeadBoard: Sendable {
+    struct StreamHead: Sendable {
+        var head: Int64 = 0
+        /// When the stream read its newest head (``ArrivalBoard/now()``).
+        var nanoseconds: UInt64 = 0
+        /// `news` events read; fewer than publishes where the server coalesced them.
+        var events = 0
+        /// `news` events whose head was not past the one told before.
+        var repeats = 0
+    }
+
+    private let streams: Mutex<[StreamHead]>
+
+    init(streams count: Int) {
+        streams = Mutex(Array(repeating: StreamHead(), count: count))
+    }
+
+    func record(stream: Int, head: Int64, at nanoseconds: UInt64) {
+        streams.withLock { streams in
+            streams[stream].events += 1
+            if head > streams[stream].head {
+                streams[stream].head = head
+                streams[stream].nanoseconds = nanoseconds
+            } else {
+                streams[stream].repeats += 1
+            }
+        }
+    }
+
+    /// Streams told `head` or a later one.
+    func count(atLeast head: Int64) -> Int {
+        streams.withLock { streams in streams.reduce(0) { $0 + ($1.head >= head ? 1 : 0) } }
+    }
+
+    func snapshot() -> [StreamHead] { streams.withLock { $0 } }
+
+    /// Waits, looking every few milliseconds, until every stream has been told `head` or a
+    /// later one; false if `timeout` ran out first.
+    func waitAll(atLeast head: Int64, timeout: Duration) async -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        let total = streams.withLock { $0.count }
+        while count(atLeast: head) < total {
+            guard clock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+}
+
 /// Scans one stream's bytes for the tokens of its setup stages, each once and in order (the
-/// first shows the subscription is live), then for every arrival token.
+/// first shows the subscription is live), then for every arrival token; with a head board,
+/// each arrival's `"head":N` as well.
 final class StreamWatcher: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
     private let readyTokens: [[UInt8]]
     private let token: [UInt8]
     private let board: ArrivalBoard
+    /// The stream's place on the head board, and its group on the arrival board.
+    private let index: Int
+    private let group: Int
+    private let heads: HeadBoard?
     /// Setup stages passed so far.
     private var stage = 0
     private var window: [UInt8] = []
 
-    init(readyTokens: [[UInt8]], token: [UInt8], board: ArrivalBoard) {
+    init(readyTokens: [[UInt8]], token: [UInt8], board: ArrivalBoard, index: Int = 0, group: Int = 0, heads: HeadBoard? = nil) {
         self.readyTokens = readyTokens
         self.token = token
         self.board = board
+        self.index = index
+        self.group = group
+        self.heads = heads
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -140,11 +208,39 @@ final class StreamWatcher: ChannelInboundHandler {
         }
         var searchFrom = 0
         while let offset = window.withUnsafeBytes({ byteOffset(of: token, in: UnsafeRawBufferPointer(rebasing: $0[searchFrom...])) }) {
-            board.markArrival(ArrivalBoard.now())
-            searchFrom += offset + token.count
+            let start = searchFrom + offset
+            searchFrom = start + token.count
+            let now = ArrivalBoard.now()
+            if let heads {
+                guard let (head, end) = Self.head(in: window, from: searchFrom) else {
+                    // The event has not all come yet: keep it, from its token on, for the next read.
+                    window.removeSubrange(..<start)
+                    return
+                }
+                heads.record(stream: index, head: head, at: now)
+                searchFrom = end
+            }
+            board.markArrival(now, group: group)
         }
         window.removeSubrange(..<searchFrom)
         trim(token.count)
+    }
+
+    private static let headKey = Array(#""head":"#.utf8)
+
+    /// The number after the first `"head":` from `offset` on, and where it ends; nil while
+    /// the number may still go on in the next read.
+    private static func head(in window: [UInt8], from offset: Int) -> (Int64, Int)? {
+        guard let found = window.withUnsafeBytes({ byteOffset(of: headKey, in: UnsafeRawBufferPointer(rebasing: $0[offset...])) }) else {
+            return nil
+        }
+        var end = offset + found + headKey.count
+        var value: Int64 = 0
+        while end < window.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(window[end]) {
+            value = value * 10 + Int64(window[end] - UInt8(ascii: "0"))
+            end += 1
+        }
+        return end < window.count ? (value, end) : nil
     }
 
     /// Keeps only what could still be the start of a token split across reads.
@@ -152,12 +248,16 @@ final class StreamWatcher: ChannelInboundHandler {
         if window.count > length { window.removeFirst(window.count - length + 1) }
     }
 
-    static func open(host: String, port: Int, request: ByteBuffer, readyTokens: [[UInt8]], token: [UInt8], board: ArrivalBoard) async throws -> Channel {
+    static func open(
+        host: String, port: Int, request: ByteBuffer, readyTokens: [[UInt8]], token: [UInt8], board: ArrivalBoard,
+        index: Int = 0, group: Int = 0, heads: HeadBoard? = nil
+    ) async throws -> Channel {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(StreamWatcher(readyTokens: readyTokens, token: token, board: board))
+                    try channel.pipeline.syncOperations.addHandler(
+                        StreamWatcher(readyTokens: readyTokens, token: token, board: board, index: index, group: group, heads: heads))
                 }
             }
             .connect(host: host, port: port).get()
