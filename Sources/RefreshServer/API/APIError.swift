@@ -23,8 +23,11 @@ public struct APIError: Error, Sendable, Equatable {
 
     /// One line per refused request, wherever it was answered, with the session's id as
     /// metadata when the path names one.
-    func logRefusal(method: some CustomStringConvertible, path: String, logger: Logger) {
-        var metadata: Logger.Metadata = [:]
+    /// `requestID` is the request's `X-Request-ID` (a front such as nginx sets one, so its
+    /// access log and this line can be matched); without one, a fresh id still tells this
+    /// refusal's line from the others.
+    func logRefusal(method: some CustomStringConvertible, path: String, requestID: String?, logger: Logger) {
+        var metadata: Logger.Metadata = ["request": .string(RequestID.valid(requestID) ?? RequestID.make())]
         if path.hasPrefix("/api/sessions/"), let id = path.dropFirst(14).split(separator: "/").first {
             metadata["session"] = .string(String(id))
         }
@@ -107,5 +110,23 @@ public struct APIError: Error, Sendable, Equatable {
 
     static func methodNotAllowed(_ method: String, allow: String) -> Self {
         Self(.methodNotAllowed, "method_not_allowed", "\(method) is not allowed here; allowed: \(allow).", allow: allow)
+    }
+}
+
+/// The id a request is known by in the logs.
+enum RequestID {
+    /// A client's id when it is a plain token of at most 64 characters: anything else could
+    /// forge or break log lines.
+    static func valid(_ given: String?) -> String? {
+        guard let given, !given.isEmpty, given.utf8.count <= 64,
+            given.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) })
+        else { return nil }
+        return given
+    }
+
+    /// 64 random bits, hex.
+    static func make() -> String {
+        let digits = String(UInt64.random(in: .min ... .max), radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 }

@@ -29,7 +29,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     private func refuse(_ error: APIError, request: Request, context: Context) -> Response {
-        error.logRefusal(method: request.method, path: request.uri.path, logger: context.logger)
+        error.logRefusal(method: request.method, path: request.uri.path, requestID: request.headers[.xRequestID], logger: context.logger)
         return JSONResponse.error(error, request: request)
     }
 }

@@ -2,4 +2,5 @@ import HTTPTypes
 
 extension HTTPField.Name {
     static let accelBuffering = Self("X-Accel-Buffering")!
+    static let xRequestID = Self("X-Request-ID")!
 }

@@ -158,7 +158,7 @@ final class HotRoutes: Sendable {
         if let error = error as? APIError {
             refused = error
             if head != nil {
-                error.logRefusal(method: method, path: path, logger: logger)
+                error.logRefusal(method: method, path: path, requestID: head?.headers.first(name: "x-request-id"), logger: logger)
             } else {
                 logger.debug("refused a connection's bytes: \(error.status.code) \(error.code): \(error.message)")
             }
