@@ -14,6 +14,8 @@ public enum RefreshApplication {
     /// - Parameters:
     ///   - feed: where items come from; by default the SQLite store of `configuration.database`,
     ///     pulling `configuration.feeds`, seeded with demo items on first start if configured.
+    ///     A ``PostgresFeed`` given here runs its connection pool and its listener with the
+    ///     server (do not `run()` it yourself).
     ///   - metrics: where the server counts, served at `GET /metrics`; each server its own.
     ///   - onServerRunning: called with the bound port once listening (useful with port 0).
     public static func build(
@@ -25,7 +27,14 @@ public enum RefreshApplication {
     ) throws -> ServiceGroup {
         try configuration.validate()
         let news = NewsHub(metrics: metrics)
-        let store = try feed.map { Store(feed: $0, services: [], listener: nil) } ?? defaultStore(configuration, news: news, logger: logger)
+        let store: Store =
+            if let postgres = feed as? PostgresFeed {
+                shared(postgres, seed: nil, configuration, news: news, logger: logger)
+            } else if let feed {
+                Store(feed: feed, services: [], listener: nil)
+            } else {
+                try defaultStore(configuration, news: news, logger: logger)
+            }
         let feed = MeteredFeed(store.feed, metrics: metrics)
         let runner = ActionRunner(feed: feed, news: news, configuration: configuration)
         let sessions = SessionStore(runner: runner, limits: configuration)
@@ -74,16 +83,21 @@ public enum RefreshApplication {
         var listener: HeadListener?
     }
 
+    /// A PostgreSQL feed runs its connection pool and its listener beside the server.
+    static func shared(_ feed: PostgresFeed, seed: [FeedItem]?, _ configuration: ServerConfiguration, news: NewsHub, logger: Logger) -> Store {
+        let listener = HeadListener(
+            feed: feed, news: news, pollInterval: configuration.headPollInterval, logger: logger,
+            onReconnect: { [metrics = news.metrics] in metrics.notificationReconnected() })
+        return Store(feed: feed, services: [PostgresFeed.Runner(feed: feed, seed: seed, logger: logger), listener], listener: listener)
+    }
+
     static func defaultStore(_ configuration: ServerConfiguration, news: NewsHub, logger: Logger) throws -> Store {
         let upstreams = try configuration.feeds.isEmpty
             ? nil : UpstreamSet(urls: configuration.feeds, maxBytes: configuration.maxFeedBytes, timeout: configuration.feedTimeout, metrics: news.metrics)
         let seed = configuration.demo ?? configuration.feeds.isEmpty
         if PostgresLocation.isPostgresURL(configuration.database) {
             let feed = try PostgresFeed(url: configuration.database, upstreams: upstreams, logger: logger)
-            let listener = HeadListener(
-                feed: feed, news: news, pollInterval: configuration.headPollInterval, logger: logger,
-                onReconnect: { [metrics = news.metrics] in metrics.notificationReconnected() })
-            return Store(feed: feed, services: [PostgresFeed.Runner(feed: feed, seed: seed ? DemoItems.make() : nil, logger: logger), listener], listener: listener)
+            return shared(feed, seed: seed ? DemoItems.make() : nil, configuration, news: news, logger: logger)
         }
         let store = try SQLiteFeed(path: configuration.database, upstreams: upstreams)
         if seed, try store.isEmpty {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOSSL
 import PostgresNIO
 import ServiceLifecycle
 import Synchronization
@@ -24,6 +25,8 @@ public final class PostgresFeed: FeedSource, Sendable {
     private let upstreams: UpstreamSet?
     private let logger: Logger
     private let migration = Mutex<Task<Void, any Error>?>(nil)
+    /// Set once the schema is known to be up to date, so calls after that go straight on.
+    private let isMigrated = Atomic<Bool>(false)
 
     /// - Parameters:
     ///   - url: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`, optionally `?sslmode=disable|prefer|require`.
@@ -69,7 +72,7 @@ public final class PostgresFeed: FeedSource, Sendable {
                     if let seed, try await feed.isEmpty { try await feed.seed(seed) }
                     return
                 } catch {
-                    logger.warning("PostgreSQL is not ready; trying again", metadata: ["error": "\(error)", "retryIn": "\(wait)"])
+                    logger.warning("PostgreSQL is not ready; trying again", metadata: ["error": "\(String(reflecting: error))", "retryIn": "\(wait)"])
                     try? await Task.sleep(for: wait)
                     wait = min(wait * 2, .seconds(5))
                 }
@@ -111,6 +114,7 @@ public final class PostgresFeed: FeedSource, Sendable {
 
     /// Waits until the schema is up to date; a failed attempt is tried again by the next call.
     func migrated() async throws {
+        if isMigrated.load(ordering: .acquiring) { return }
         let task = migration.withLock { migration in
             if let migration { return migration }
             let task = Task { try await self.migrate() }
@@ -128,6 +132,7 @@ public final class PostgresFeed: FeedSource, Sendable {
             } onCancel: {
                 answer.give(.failure(CancellationError()))
             }
+            isMigrated.store(true, ordering: .releasing)
         } catch let error as CancellationError {
             throw error
         } catch {
@@ -319,10 +324,14 @@ public final class PostgresFeed: FeedSource, Sendable {
         let ids = batch.map(\.id)
         return try await client.withTransaction(logger: logger) { connection in
             try attempt.mayGoOn()
+            // A writer stuck holding the head would stop every instance's writes: waiting for
+            // it ends within the deadline.
+            try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = '\(Self.operationDeadline.components.seconds)s'"), logger: logger)
             var head: FeedPosition = 0
             for try await position in try await connection.query("SELECT position FROM feed_head FOR UPDATE", logger: logger).decode(Int64.self) {
                 head = position
             }
+            try attempt.mayGoOn()
             var existing = Set<String>()
             for try await id in try await connection.query("SELECT id FROM item WHERE id = ANY(\(ids))", logger: logger).decode(String.self) {
                 existing.insert(id)
@@ -349,7 +358,7 @@ public final class PostgresFeed: FeedSource, Sendable {
                 try await connection.query("UPDATE feed_head SET position = \(head)", logger: logger)
                 try await connection.query("SELECT pg_notify(\(Self.notificationChannel), \(String(head)))", logger: logger)
             }
-            try attempt.mayGoOn()
+            try attempt.commit()
             return added
         }
     }
@@ -363,24 +372,25 @@ public final class PostgresFeed: FeedSource, Sendable {
     /// Runs `operation` within ``operationDeadline``; every failure becomes a
     /// ``FeedStoreUnavailable`` naming what was being done.
     ///
-    /// The pool does not give up a connection request when its task is cancelled while
-    /// PostgreSQL is unreachable, so the answer does not wait for the operation: it runs on,
-    /// abandoned, and a write that gets a connection after its deadline stores nothing (it
-    /// checks before it writes and before it commits), so a request answered `503` is not
-    /// stored behind the client's back.
+    /// A query already sent cannot be taken back, so at its deadline the answer does not
+    /// wait for the operation: it is cancelled and left to end by itself. A write is never
+    /// answered `503` once it has started to commit (``Attempt/commit()``), and one abandoned
+    /// before that stores nothing: a `503` is never stored behind the client's back.
     private func answered<T: Sendable>(_ doing: String, _ operation: @escaping @Sendable (Attempt) async throws -> T) async throws -> T {
         let attempt = Attempt()
         let answer = FirstAnswer<T>()
+        let work = Task {
+            do { answer.give(.success(try await operation(attempt))) } catch { answer.give(.failure(error)) }
+        }
         let timer = Task {
-            try? await Task.sleep(for: Self.operationDeadline)
-            attempt.abandon()
+            try await Task.sleep(for: Self.operationDeadline)
+            // Too late to say no to a write that is committing: its outcome is the answer.
+            guard attempt.abandon() else { return }
+            work.cancel()
             answer.give(.failure(
                 FeedStoreUnavailable("PostgreSQL did not answer within \(ActionRunner.describe(Self.operationDeadline)) while \(doing)")))
         }
-        Task {
-            do { answer.give(.success(try await operation(attempt))) } catch { answer.give(.failure(error)) }
-            timer.cancel()
-        }
+        defer { timer.cancel() }
         let outcome = await withTaskCancellationHandler {
             await answer.result
         } onCancel: {
@@ -440,13 +450,27 @@ public final class PostgresFeed: FeedSource, Sendable {
 
     /// One operation under a deadline: once abandoned, it must not write.
     final class Attempt: Sendable {
-        private let abandoned = Atomic<Bool>(false)
+        private static let running = 0
+        private static let committing = 1
+        private static let abandoned = 2
+        private let state = Atomic<Int>(Attempt.running)
 
-        func abandon() { abandoned.store(true, ordering: .relaxed) }
+        /// Gives the operation up; `false` when it is already committing.
+        func abandon() -> Bool {
+            state.compareExchange(expected: Self.running, desired: Self.abandoned, ordering: .acquiringAndReleasing).exchanged
+        }
+
+        /// The write's last step before its commit: from here its outcome is the answer,
+        /// however long the commit takes. Throws when the caller was already answered.
+        func commit() throws {
+            guard state.compareExchange(expected: Self.running, desired: Self.committing, ordering: .acquiringAndReleasing).exchanged else {
+                throw CancellationError()
+            }
+        }
 
         /// Throws once the caller has been answered without this operation.
         func mayGoOn() throws {
-            if abandoned.load(ordering: .relaxed) { throw CancellationError() }
+            if state.load(ordering: .acquiring) == Self.abandoned { throw CancellationError() }
         }
     }
 
@@ -483,14 +507,20 @@ public final class PostgresFeed: FeedSource, Sendable {
 
 extension PostgresFeed: UpstreamStore {
     func validators(for url: String) async throws -> UpstreamValidators {
-        let rows = try await client.query("SELECT etag, last_modified FROM upstream WHERE url = \(url)", logger: logger)
-        for try await (etag, lastModified) in rows.decode((String?, String?).self) {
-            return UpstreamValidators(etag: etag, lastModified: lastModified)
+        try await answered("reading an upstream's validators") { _ in
+            let rows = try await self.client.query("SELECT etag, last_modified FROM upstream WHERE url = \(url)", logger: self.logger)
+            for try await (etag, lastModified) in rows.decode((String?, String?).self) {
+                return UpstreamValidators(etag: etag, lastModified: lastModified)
+            }
+            return UpstreamValidators()
         }
-        return UpstreamValidators()
     }
 
     func saveValidators(_ validators: UpstreamValidators, for url: String) async throws {
+        try await answered("saving an upstream's validators") { _ in try await self.writeValidators(validators, for: url) }
+    }
+
+    private func writeValidators(_ validators: UpstreamValidators, for url: String) async throws {
         try await client.query("""
             INSERT INTO upstream (url, etag, last_modified, checked) VALUES (\(url), \(validators.etag), \(validators.lastModified), \(Timestamp.now().milliseconds))
             ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified, checked = excluded.checked
@@ -500,8 +530,12 @@ extension PostgresFeed: UpstreamStore {
 
 /// A `postgres://` URL taken apart; errors say what is wrong with it, never echo a password.
 struct PostgresLocation: Equatable {
+    /// As libpq reads `sslmode`: `prefer` and `require` encrypt without checking the
+    /// server's certificate (Debian's PostgreSQL ships a self-signed one), `verify-full`
+    /// checks it and the host name.
     enum TLSMode: String {
         case disable, prefer, require
+        case verifyFull = "verify-full"
     }
 
     var user: String
@@ -519,9 +553,9 @@ struct PostgresLocation: Equatable {
         guard Self.isPostgresURL(text), let url = URLComponents(string: text) else {
             throw ConfigurationError("database URL must look like postgres://USER[:PASSWORD]@HOST[:PORT]/DB")
         }
-        guard let user = url.user, !user.isEmpty else { throw ConfigurationError("database URL names no user (postgres://USER@HOST/DB)") }
+        guard let user = url.percentEncodedUser, !user.isEmpty else { throw ConfigurationError("database URL names no user (postgres://USER@HOST/DB)") }
         guard let host = url.host, !host.isEmpty else { throw ConfigurationError("database URL names no host (postgres://USER@HOST/DB)") }
-        let database = String(url.path.drop(while: { $0 == "/" }))
+        let database = String(url.percentEncodedPath.drop(while: { $0 == "/" }))
         guard !database.isEmpty, !database.contains("/") else { throw ConfigurationError("database URL names no database (postgres://USER@HOST/DB)") }
         let port = url.port ?? 5432
         guard (1...65535).contains(port) else { throw ConfigurationError("database URL port \(port) is not 1…65535") }
@@ -529,12 +563,12 @@ struct PostgresLocation: Equatable {
         for item in url.queryItems ?? [] {
             guard item.name == "sslmode" else { throw ConfigurationError("database URL option '\(item.name)' is not known (only sslmode is)") }
             guard let mode = item.value.flatMap(TLSMode.init(rawValue:)) else {
-                throw ConfigurationError("database URL sslmode must be disable, prefer or require")
+                throw ConfigurationError("database URL sslmode must be disable, prefer, require or verify-full")
             }
             tls = mode
         }
         self.user = user.removingPercentEncoding ?? user
-        self.password = url.password.map { $0.removingPercentEncoding ?? $0 }
+        self.password = url.percentEncodedPassword.map { $0.removingPercentEncoding ?? $0 }
         self.host = host
         self.port = port
         self.database = database.removingPercentEncoding ?? database
@@ -544,10 +578,13 @@ struct PostgresLocation: Equatable {
 
 extension PostgresLocation.TLSMode {
     var client: PostgresClient.Configuration.TLS {
-        switch self {
+        var unverified = TLSConfiguration.makeClientConfiguration()
+        unverified.certificateVerification = .none
+        return switch self {
         case .disable: .disable
-        case .prefer: .prefer(.makeClientConfiguration())
-        case .require: .require(.makeClientConfiguration())
+        case .prefer: .prefer(unverified)
+        case .require: .require(unverified)
+        case .verifyFull: .require(.makeClientConfiguration())
         }
     }
 }

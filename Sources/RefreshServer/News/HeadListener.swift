@@ -53,7 +53,6 @@ final class HeadListener: Service, Sendable {
                 try await feed.migrated()
                 try await feed.client.withConnection { connection in
                     try await connection.listen(on: PostgresFeed.notificationChannel) { notifications in
-                        self.listening.store(true, ordering: .relaxed)
                         if connectedBefore {
                             self.reconnects.add(1, ordering: .relaxed)
                             self.onReconnect()
@@ -61,8 +60,9 @@ final class HeadListener: Service, Sendable {
                         }
                         connectedBefore = true
                         backoff = Self.firstBackoff
-                        // Whatever committed while nobody listened.
+                        // Whatever committed while nobody listened; only then is the instance ready.
                         await self.news.catchUp(with: self.feed)
+                        self.listening.store(true, ordering: .relaxed)
                         for try await notification in notifications {
                             // A burst of commits: the first read reaches the newest head.
                             if let head = FeedPosition(notification.payload), head <= self.news.position { continue }
