@@ -176,6 +176,21 @@ import Testing
         }
     }
 
+    /// A front on this host forwards everyone's requests from loopback: without a token, a
+    /// publish it forwards for another host is refused, whatever the path's spelling.
+    @Test func aPublishForwardedForAnotherHostNeedsTheToken() async throws {
+        let configuration = TestServer.configuration { $0.trustedProxies = ["127.0.0.1"] }
+        try await TestServer.run(configuration) { server in
+            for path in ["/api/items", "/api/items/"] {
+                let forwarded = try await server.post(path, #"{"title":"x"}"#, headers: [("X-Forwarded-For", "203.0.113.9")])
+                #expect(forwarded.status == 403, "\(path)")
+                #expect(forwarded.json["error"] as? String == "publishing_disabled")
+            }
+            let local = try await server.post("/api/items/", #"{"title":"x"}"#, headers: [("X-Forwarded-For", "127.0.0.1")])
+            #expect(local.status == 201)
+        }
+    }
+
     @Test func publishingIsClosedBeyondLoopbackWithoutAToken() throws {
         var configuration = ServerConfiguration()
         configuration.host = "0.0.0.0"

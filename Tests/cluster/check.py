@@ -311,6 +311,12 @@ class Checker:
         status, body, _, _, _ = self.publish(None, connection_factory=other)
         self.check(status == 403 and (body or {}).get("error") == "publishing_disabled",
                    "a publish through the front from another address is refused", f"status {status}, {body}")
+        for path in ("/api/items/", "/api/items/.", "/api/items//"):
+            status, body, _ = once(other, "POST", path, {"id": "sneaked", "title": "Sneaked in"})
+            self.check(status in (403, 404) and (body or {}).get("error") != None,
+                       f"a publish to {path} through the front from another address is refused too", f"status {status}, {body}")
+        status, _, _ = once(other, "GET", "/metrics")
+        self.check(status == 403, "the metrics through the front from another address are refused", f"status {status}")
         status, _, _ = once(other, "GET", "/api/items?limit=1")
         self.check(status == 200, "reading the feed through the front from another address is not", f"status {status}")
         status, body, _ = once(self.cluster.front, "GET", "/api/sessions/i9.0f3a")

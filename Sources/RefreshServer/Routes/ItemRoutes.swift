@@ -1,7 +1,9 @@
 import Hummingbird
 
 /// `/api/items`: read the feed page by page, publish to it.
-struct ItemRoutes<Context: RequestContext>: Sendable {
+struct ItemRoutes: Sendable {
+    typealias Context = ServerRequestContext
+
     let feed: any FeedSource
     let news: NewsHub
     let configuration: ServerConfiguration
@@ -43,7 +45,7 @@ struct ItemRoutes<Context: RequestContext>: Sendable {
     }
 
     @Sendable func publish(_ request: Request, context: Context) async throws -> Response {
-        try authorize(request)
+        try authorize(request, client: context.client)
         guard let body = try await RequestBodyReader.json(request, limit: configuration.maxBodyBytes) else {
             throw APIError.malformedJSON("the body is empty")
         }
@@ -58,10 +60,16 @@ struct ItemRoutes<Context: RequestContext>: Sendable {
         }
     }
 
-    private func authorize(_ request: Request) throws {
+    /// Without a token, only local programs may publish: the server listens on loopback only,
+    /// and the client (as a trusted proxy names it) is local too, so a front on this host
+    /// does not open publishing to whoever it serves.
+    private func authorize(_ request: Request, client: String) throws {
         guard let token = configuration.publishToken else {
             guard configuration.listensOnLoopbackOnly else {
                 throw APIError(.forbidden, "publishing_disabled", "Publishing needs --publish-token when the server listens beyond loopback.")
+            }
+            guard Self.isLoopback(client) else {
+                throw APIError(.forbidden, "publishing_disabled", "Publishing from another host needs the server's --publish-token.")
             }
             return
         }
@@ -70,6 +78,12 @@ struct ItemRoutes<Context: RequestContext>: Sendable {
         else {
             throw APIError(.unauthorized, "unauthorized", "Publishing needs the header Authorization: Bearer <publish token>.")
         }
+    }
+
+    /// `client` as ``TrustedProxies`` keys it: IPv4 as is, IPv6 by its /64 (`::1`'s is
+    /// `::/64`), `local` when the connection has no IP peer.
+    static func isLoopback(_ client: String) -> Bool {
+        client.hasPrefix("127.") || client == "0:0:0:0::/64" || client == "local"
     }
 
     private static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
