@@ -83,9 +83,10 @@ export class PullToRefreshElement extends HTMLElement {
   #lastFailed = null;
   #layout = null;
   /** What the list shows, as the server said: the feed position its items are up to date
-   *  with (`head` of the last `items` that brought it up to date) and its last item's id.
-   *  A session that replaces a lost one continues this list instead of starting over. */
-  #shows = { head: null, oldest: null };
+   *  with (`head` of the last `items` that brought it up to date), the one it started from
+   *  (the first such `head`: paging down stays below it) and its last item's id. A session
+   *  that replaces a lost one continues this list instead of starting over. */
+  #shows = { head: null, pagedThrough: null, oldest: null };
 
   connectedCallback() {
     if (this.#session) return;
@@ -239,7 +240,7 @@ export class PullToRefreshElement extends HTMLElement {
     session.addEventListener("session", (event) => {
       // A resumed session continues the list (and tells of what came meanwhile); any other
       // starts over from the newest items.
-      if (!event.detail.resumed) this.#shows = { head: null, oldest: null };
+      if (!event.detail.resumed) this.#shows = { head: null, pagedThrough: null, oldest: null };
       this.#clearNews();
       this.#emit("session", event.detail);
     });
@@ -256,7 +257,10 @@ export class PullToRefreshElement extends HTMLElement {
     session.addEventListener("items", (event) => {
       const { op, items, actionId, hasMore, head } = event.detail;
       this.#hasMore = hasMore;
-      if (head != null) this.#shows.head = head;
+      if (head != null) {
+        this.#shows.head = head;
+        this.#shows.pagedThrough ??= head;
+      }
       if (items.length > 0 && (op === "append" || this.#shows.oldest == null)) this.#shows.oldest = items[items.length - 1].id;
       // New items on top are the ones the button offered (a refresh brings exactly those;
       // a live page got them without asking): a later `news` offers what is left.
@@ -285,7 +289,7 @@ export class PullToRefreshElement extends HTMLElement {
     });
     session.addEventListener("reset", (event) => {
       this.#hasMore = true;
-      this.#shows = { head: null, oldest: null };
+      this.#shows = { head: null, pagedThrough: null, oldest: null };
       this.#clearNews();
       this.#emit("reset", event.detail);
     });

@@ -163,7 +163,7 @@ export class RefreshSession extends EventTarget {
   #closed = false;
 
   /** @param {object} options
-   *  @param {() => ({head: number, oldest: string} | null)} [options.shows]  what the page's
+   *  @param {() => ({head: number, pagedThrough: number, oldest: string} | null)} [options.shows]  what the page's
    *  list shows; a session that replaces a lost one is asked to continue it. */
   constructor({ api = "/api", preset = "default", config, shows = () => null } = {}) {
     super();

@@ -76,12 +76,22 @@ import Testing
             let (lost, stream) = try await server.watchedSession(#"{"config":{"news":"badge"}}"#)
             #expect(try await server.post("/api/sessions/\(lost)/load-more").status == 202)
             let page = try #require(try await stream.events(until: "done").first { $0.event == "items" })
-            let head = try #require(page.json["head"] as? Int, "a first page says the head it brings the page up to")
-            #expect(head == 30)
+            let pagedThrough = try #require(page.json["head"] as? Int, "a first page says the head it brings the page up to")
+            #expect(pagedThrough == 30)
             let oldest = try #require(ids(page).last)
+            // An item with an old date, brought on top by a refresh: paging down must not bring
+            // it again, on this session or the next.
+            #expect(try await server.post("/api/items", #"{"id":"late","title":"Late","published":"2001-01-01T00:00:00Z"}"#).status == 201)
+            _ = try await stream.events(until: "news")
+            #expect(try await server.post("/api/sessions/\(lost)/refresh").status == 202)
+            let late = try #require(try await stream.events(until: "done").first { $0.event == "items" })
+            #expect(ids(late) == ["late"])
+            let head = try #require(late.json["head"] as? Int)
+            #expect(head == 31)
             try await publish(server, [("a", "While away", 1), ("b", "While away too", 2)])
 
-            let resumed = try await server.post("/api/sessions", #"{"config":{"news":"badge"},"resume":{"head":\#(head),"oldest":"\#(oldest)"}}"#)
+            let resume = #"{"head":\#(head),"oldest":"\#(oldest)","pagedThrough":\#(pagedThrough)}"#
+            let resumed = try await server.post("/api/sessions", #"{"config":{"news":"badge"},"resume":\#(resume)}"#)
             #expect(resumed.status == 201)
             #expect(resumed.json["resumed"] as? Bool == true)
             let id = try #require(resumed.json["id"] as? String)
@@ -92,7 +102,7 @@ import Testing
             let refresh = try await events.events(until: "done")
             let brought = try #require(refresh.first { $0.event == "items" })
             #expect(ids(brought) == ["b", "a"])
-            #expect(brought.json["head"] as? Int == 32)
+            #expect(brought.json["head"] as? Int == 33)
             #expect(try await server.post("/api/sessions/\(id)/load-more").status == 202)
             let more = try await events.events(until: "done").filter { $0.event == "items" }.flatMap(ids)
             #expect(more == Array(items(30).map(\.id)[20...]), "paging goes on below the page's last item")
@@ -112,7 +122,10 @@ import Testing
         }
     }
 
-    @Test(arguments: [#"{"oldest": "item-1"}"#, #"{"head": -1, "oldest": "item-1"}"#, #"{"head": 3}"#, #"{"head": 3, "oldest": "x", "newest": "y"}"#])
+    @Test(arguments: [
+        #"{"oldest": "item-1"}"#, #"{"head": -1, "oldest": "item-1"}"#, #"{"head": 3}"#, #"{"head": 3, "oldest": "x", "newest": "y"}"#,
+        #"{"head": 3, "oldest": "item-1", "pagedThrough": 4}"#,
+    ])
     func aMalformedResumeIsRefused(resume: String) async throws {
         try await TestServer.run(feed: MemoryFeed(items: items(3))) { server in
             let reply = try await server.post("/api/sessions", #"{"resume":\#(resume)}"#)

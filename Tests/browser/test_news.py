@@ -301,6 +301,8 @@ def test_a_page_whose_server_died_keeps_its_list_and_gets_what_it_missed(tmp_pat
             driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORDER + """
                 window.sessions = [];
                 document.addEventListener('ptr-session', e => window.sessions.push(e.detail));
+                window.sent = [];
+                document.addEventListener('ptr-items', e => window.sent.push(...e.detail.items.map(item => item.id)));
             """})
             open_page(driver, base, f"?news={mode}")
             before = titles(driver)
@@ -318,6 +320,8 @@ def test_a_page_whose_server_died_keeps_its_list_and_gets_what_it_missed(tmp_pat
                 wait(driver, lambda d: refreshes(d) == 1)
             wait(driver, lambda d: len(titles(d)) == len(before) + 2)
             assert_brought_once_on_top(driver, published, before)
-            assert len(set(titles(driver))) == len(titles(driver)), "no item twice"
+            assert len(set(titles(driver))) == len(titles(driver)), "no item twice on the page"
+            sent = driver.execute_script("return window.sent")
+            assert len(sent) == len(set(sent)) == len(titles(driver)), "and none sent twice"
     finally:
         driver.quit()

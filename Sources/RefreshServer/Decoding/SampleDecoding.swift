@@ -52,16 +52,26 @@ enum SampleDecoding {
     }
 }
 
-/// `"resume": {"head": POSITION, "oldest": ID}` in a new session's body: what the page
-/// already shows, as its last `items` event said (`head`) and its last item's id.
+/// `"resume": {"head": POSITION, "oldest": ID, "pagedThrough"?: POSITION}` in a new
+/// session's body: what the page already shows. `head` is the last `head` its `items`
+/// events said, `pagedThrough` the first (the head its list started from: paging down goes
+/// only through items at or below it, as later ones came on top), `oldest` its last item.
 enum ResumeDecoding {
-    static func decode(_ body: JSONValue?) throws(APIError) -> (head: FeedPosition, oldest: String)? {
+    struct Resume {
+        var head: FeedPosition
+        var oldest: String
+        var pagedThrough: FeedPosition
+    }
+
+    static func decode(_ body: JSONValue?) throws(APIError) -> Resume? {
         guard let body, let resume = try JSONFields(body, path: "").object("resume") else { return nil }
-        try resume.rejectUnknown(["head", "oldest"])
+        try resume.rejectUnknown(["head", "oldest", "pagedThrough"])
         guard let head = try resume.int("head") else { throw .invalid("resume.head", "is required: the head the page's items were read at") }
         guard head >= 0 else { throw .outOfRange("resume.head must be at least 0.") }
         guard let oldest = try resume.string("oldest"), !oldest.isEmpty else { throw .invalid("resume.oldest", "is required: the id of the last item the page shows") }
-        return (FeedPosition(head), oldest)
+        let pagedThrough = try resume.int("pagedThrough") ?? head
+        guard (0...head).contains(pagedThrough) else { throw .outOfRange("resume.pagedThrough must be 0…head.") }
+        return Resume(head: FeedPosition(head), oldest: oldest, pagedThrough: FeedPosition(pagedThrough))
     }
 }
 

@@ -29,8 +29,17 @@ struct SessionRoutes: Sendable {
         let body = try await RequestBodyReader.json(request, limit: configuration.maxBodyBytes, allowEmpty: true)
         let config = try ConfigDecoding.decode(body)
         let resume = try ResumeDecoding.decode(body)
-        let window = if let resume { try await shownWindow(head: resume.head, oldest: resume.oldest) } else { Session.Window?.none }
+        // Within the limits first: a client refused a session makes no store reads.
         let session = try sessions.create(config: config, client: context.client)
+        var window: Session.Window?
+        if let resume {
+            do {
+                window = try await shownWindow(resume)
+            } catch {
+                _ = sessions.end(session.id)
+                throw error
+            }
+        }
         if let window { session.resume(showing: window) }
         let events = "/api/sessions/\(session.id)/events"
         return JSONResponse.make(.created, request: request, headers: [.location: "/api/sessions/\(session.id)"]) { json in
@@ -46,16 +55,16 @@ struct SessionRoutes: Sendable {
         }
     }
 
-    /// What a page that has seen the feed up to `head`, down to the item `oldest`, shows;
-    /// `nil` when this feed cannot continue that list (it has no such item, or is behind
-    /// that head): the page then starts afresh.
-    private func shownWindow(head: FeedPosition, oldest: String) async throws -> Session.Window? {
-        guard let item = try await feed.item(id: oldest), let position = try await feed.position(of: oldest), position <= head,
-            let current = try await feed.head(), head <= current.position
+    /// What a page that has seen the feed up to `resume.head`, down to the item
+    /// `resume.oldest`, shows; `nil` when this feed cannot continue that list (it has no such
+    /// item, or is behind that head): the page then starts afresh.
+    private func shownWindow(_ resume: ResumeDecoding.Resume) async throws -> Session.Window? {
+        guard let item = try await feed.item(id: resume.oldest), let position = try await feed.position(of: resume.oldest),
+            position <= resume.head, let current = try await feed.head(), resume.head <= current.position
         else { return nil }
         var window = Session.Window()
-        window.shown = head
-        window.pagedThrough = head
+        window.shown = resume.head
+        window.pagedThrough = resume.pagedThrough
         window.oldest = item.cursor
         return window
     }
