@@ -1,9 +1,11 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.2
+// 6.2: Hummingbird 2.28 and swift-configuration need it. macOS 15: Mutex, Atomic and
+// swift-configuration do.
 import PackageDescription
 
 let package = Package(
     name: "swift-pull-to-refresh",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "RefreshEngine", targets: ["RefreshEngine"]),
         .library(name: "RefreshServer", targets: ["RefreshServer"]),
