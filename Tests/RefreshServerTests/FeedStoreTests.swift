@@ -124,6 +124,30 @@ func temporaryDatabase() -> String {
         #expect(items[1].published == Timestamp(rfc3339: "2026-11-21T08:30:00Z"))
     }
 
+    /// RSS 1.0 (RDF) names each item by its `rdf:about` attribute.
+    @Test func readsAnRSS1ItemsIDFromItsRDFAboutAttribute() throws {
+        let rdf = """
+            <?xml version="1.0"?>
+            <rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/">
+            <channel rdf:about="https://example.com/"><title>Old school</title></channel>
+            <item rdf:about="https://example.com/a"><title>A</title><link>https://example.com/a?utm=x</link></item>
+            <item rdf:about="https://example.com/b"><title>B</title><guid>urn:b</guid></item>
+            </rdf:RDF>
+            """
+        let items = try FeedParser.parse(Data(rdf.utf8), source: "test")
+        #expect(items.map(\.id) == ["https://example.com/a", "urn:b"], "rdf:about names the item; a guid inside wins")
+    }
+
+    @Test(arguments: [
+        ("&amp;lt;b&amp;gt;", "&lt;b&gt;", "what an entity decodes to is not decoded again"),
+        ("Tom &amp; Jerry &#8217;s &#x2019; &rsquo;", "Tom & Jerry ’s ’ ’", "named, decimal and hex"),
+        ("a &unknown; b &#0; c &#xZZ; d & e &amp", "a &unknown; b &#0; c &#xZZ; d & e &amp", "anything else stays as written"),
+        ("&mdash;&hellip;&nbsp;x", "—… x", "the ones feeds use"),
+    ])
+    func decodesEntitiesInOnePass(text: String, expected: String, why: String) {
+        #expect(PlainText.from(text) == expected, "\(why)")
+    }
+
     @Test func readsAtom() throws {
         let atom = """
             <feed xmlns="http://www.w3.org/2005/Atom"><title>T</title>

@@ -96,6 +96,8 @@ private final class XMLFeedReader: NSObject, XMLParserDelegate {
         text = ""
         if name == "item" || name == "entry" {
             entry = [:]
+            // RSS 1.0 names an item by its rdf:about attribute; a <guid> or <id> inside wins.
+            if let about = attributes["rdf:about"], !about.isEmpty { entry?["about"] = about }
         } else if entry != nil, name == "link", let href = attributes["href"] {
             let rel = attributes["rel"] ?? "alternate"
             if rel == "alternate" || entry?["link"] == nil { entry?["link"] = href }
@@ -147,14 +149,13 @@ private final class XMLFeedReader: NSObject, XMLParserDelegate {
         if let key, entry?[key] == nil || preferred {
             entry?[key] = value
         }
-        if name == "rdf:about" { entry?["id"] = value }
     }
 
     private func makeItem() -> FeedItem? {
         guard let entry else { return nil }
         let title = PlainText.from(entry["title"]) ?? PlainText.from(entry["summary"]).map { String($0.prefix(120)) }
         guard let title else { return nil }
-        let id = entry["id"] ?? entry["link"] ?? title
+        let id = entry["id"] ?? entry["about"] ?? entry["link"] ?? title
         let published = entry["published"].flatMap { Timestamp(rfc3339: $0) ?? Timestamp(rfc822: $0) } ?? Timestamp.now()
         let link = entry["link"].flatMap { $0.lowercased().hasPrefix("http") ? $0 : nil }
         let author = PlainText.from(entry["author"]).map { String($0.prefix(200)) }
@@ -164,8 +165,8 @@ private final class XMLFeedReader: NSObject, XMLParserDelegate {
     }
 }
 
-/// Markup from upstreams made into text: tags dropped, common entities decoded, white
-/// space folded. What remains is shown with `textContent`, never parsed as HTML.
+/// Markup from upstreams made into text: tags dropped, entities decoded, white space
+/// folded. What remains is shown with `textContent`, never parsed as HTML.
 enum PlainText {
     static func from(_ markup: String?) -> String? {
         guard let markup else { return nil }
@@ -176,11 +177,52 @@ enum PlainText {
             if character == ">", inTag { inTag = false; text.append(" "); continue }
             if !inTag { text.append(character) }
         }
-        let entities = ["&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": "\"", "&#39;": "'", "&apos;": "'", "&nbsp;": " ", "&#8217;": "’", "&#8220;": "“", "&#8221;": "”"]
-        for (entity, replacement) in entities { text = text.replacingOccurrences(of: entity, with: replacement) }
-        let folded = text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let folded = decodingEntities(text).split(whereSeparator: \.isWhitespace).joined(separator: " ")
         return folded.isEmpty ? nil : folded
     }
+
+    /// Decodes every entity in one pass from left to right, so what one entity decodes to is
+    /// never read as the start of another (`&amp;lt;` is `&lt;`, whatever the order of a
+    /// table). Numeric ones (`&#8217;`, `&#x2019;`) and the named ones feeds use; anything
+    /// else, or a code point that is not a character, stays as written.
+    static func decodingEntities(_ text: String) -> String {
+        guard text.contains("&") else { return text }
+        var decoded = ""
+        var rest = Substring(text)
+        while let ampersand = rest.firstIndex(of: "&") {
+            decoded += rest[..<ampersand]
+            let after = rest.index(after: ampersand)
+            if let semicolon = rest[after...].prefix(12).firstIndex(of: ";"),
+                let character = character(for: rest[after..<semicolon])
+            {
+                decoded.append(character)
+                rest = rest[rest.index(after: semicolon)...]
+            } else {
+                decoded.append("&")
+                rest = rest[after...]
+            }
+        }
+        decoded += rest
+        return decoded
+    }
+
+    private static func character(for name: Substring) -> Character? {
+        if name.hasPrefix("#") {
+            let digits = name.dropFirst()
+            let value = digits.first == "x" || digits.first == "X" ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits, radix: 10)
+            guard let value, value != 0, let scalar = Unicode.Scalar(value) else { return nil }
+            return Character(scalar)
+        }
+        return named[String(name)]
+    }
+
+    private static let named: [String: Character] = [
+        "amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'", "nbsp": " ",
+        "lsquo": "‘", "rsquo": "’", "ldquo": "“", "rdquo": "”", "sbquo": "‚", "bdquo": "„",
+        "ndash": "–", "mdash": "—", "hellip": "…", "bull": "•", "middot": "·", "laquo": "«", "raquo": "»",
+        "copy": "©", "reg": "®", "trade": "™", "deg": "°", "euro": "€", "pound": "£", "yen": "¥", "cent": "¢",
+        "times": "×", "divide": "÷", "para": "¶", "sect": "§", "shy": "\u{AD}",
+    ]
 }
 
 extension Timestamp {
