@@ -19,6 +19,8 @@
 # override the profile's parameters of that figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The Python tools of scripts/install-deps, when it has run.
+[ -x "$PWD/.venv/bin/python3" ] && export PATH="$PWD/.venv/bin:$PATH"
 
 smoke=no
 configuration=release

@@ -13,6 +13,7 @@
 # it they start a throwaway one through scripts/postgres.
 set -uo pipefail
 cd "$(dirname "$0")"
+[ -x ../../.venv/bin/python3 ] && export PATH="$(cd ../.. && pwd)/.venv/bin:$PATH"
 profile=short
 scenarios=()
 while (($#)); do

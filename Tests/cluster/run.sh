@@ -7,6 +7,8 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
+# The Python tools of scripts/install-deps, when it has run.
+[ -x "$PWD/.venv/bin/python3" ] && export PATH="$PWD/.venv/bin:$PATH"
 export PTR_CLUSTER_DIR
 PTR_CLUSTER_DIR=$(mktemp -d /tmp/ptr-cluster-test.XXXXXX)
 passed=0
