@@ -3,6 +3,13 @@
 // swift-configuration do.
 import PackageDescription
 
+/// A dependency of the server's targets: only resolved, fetched and built with the `Server`
+/// trait, which is on by default. An app that embeds only the engine turns it off
+/// (`.package(url: …, from: …, traits: [])`) and resolves nothing but this package.
+func server(_ product: String, _ package: String) -> Target.Dependency {
+    .product(name: product, package: package, condition: .when(traits: ["Server"]))
+}
+
 let package = Package(
     name: "swift-pull-to-refresh",
     platforms: [.macOS(.v15)],
@@ -10,6 +17,10 @@ let package = Package(
         .library(name: "RefreshEngine", targets: ["RefreshEngine"]),
         .library(name: "RefreshServer", targets: ["RefreshServer"]),
         .executable(name: "refresh-server", targets: ["refresh-server"]),
+    ],
+    traits: [
+        .trait(name: "Server", description: "The HTTP server, its store and its tools; off, only RefreshEngine builds."),
+        .default(enabledTraits: ["Server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -31,48 +42,53 @@ let package = Package(
     ],
     targets: [
         // The gesture state machine: standard library only, so any Swift app can embed it.
-        .target(name: "RefreshEngine"),
+        .target(
+            name: "RefreshEngine",
+            // `rounded()` calls libm, which Foundation links for the server but an app
+            // embedding the engine alone must name.
+            linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
+        ),
         .target(
             name: "RefreshServer",
             dependencies: [
                 "RefreshEngine",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
-                .product(name: "NIOExtras", package: "swift-nio-extras"),
-                .product(name: "CompressNIO", package: "compress-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Configuration", package: "swift-configuration"),
+                server("Hummingbird", "hummingbird"),
+                server("HummingbirdCore", "hummingbird"),
+                server("Logging", "swift-log"),
+                server("NIOCore", "swift-nio"),
+                server("NIOHTTP1", "swift-nio"),
+                server("NIOPosix", "swift-nio"),
+                server("NIOHTTPTypesHTTP1", "swift-nio-extras"),
+                server("NIOExtras", "swift-nio-extras"),
+                server("CompressNIO", "compress-nio"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
+                server("HTTPTypes", "swift-http-types"),
+                server("GRDB", "GRDB.swift"),
+                server("AsyncHTTPClient", "async-http-client"),
+                server("PostgresNIO", "postgres-nio"),
+                server("NIOSSL", "swift-nio-ssl"),
+                server("Metrics", "swift-metrics"),
+                server("Prometheus", "swift-prometheus"),
+                server("Configuration", "swift-configuration"),
             ]
         ),
         .executableTarget(
             name: "refresh-server",
             dependencies: [
                 "RefreshServer",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                server("ArgumentParser", "swift-argument-parser"),
+                server("Logging", "swift-log"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
             ]
         ),
         // Load generator for BENCHMARKS.md: a lean HTTP/1.1 + SSE client that targets a URL.
         .executableTarget(
             name: "refresh-bench",
             dependencies: [
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                server("ArgumentParser", "swift-argument-parser"),
+                server("NIOCore", "swift-nio"),
+                server("NIOPosix", "swift-nio"),
+                server("Histogram", "hdrhistogram-swift"),
             ]
         ),
         .testTarget(name: "RefreshEngineTests", dependencies: ["RefreshEngine"]),
@@ -80,13 +96,13 @@ let package = Package(
             name: "RefreshServerTests",
             dependencies: [
                 "RefreshServer",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "CompressNIO", package: "compress-nio"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                server("HummingbirdTesting", "hummingbird"),
+                server("NIOPosix", "swift-nio"),
+                server("NIOEmbedded", "swift-nio"),
+                server("NIOHTTP1", "swift-nio"),
+                server("AsyncHTTPClient", "async-http-client"),
+                server("CompressNIO", "compress-nio"),
+                server("GRDB", "GRDB.swift"),
             ]
         ),
     ],
