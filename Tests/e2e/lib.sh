@@ -13,6 +13,12 @@ NAME=$(basename "$0" .sh)
 cleanup() {
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null || true
     jobs -p | xargs -r kill 2>/dev/null || true
+    # Every event stream read, for run.sh to validate against the document's schemas.
+    if [ -n "${E2E_EVENTS:-}" ]; then
+        grep -lsa '^event: ' "$WORK"/* | while read -r file; do
+            cp "$file" "$E2E_EVENTS/$NAME-$(basename "$file")"
+        done
+    fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -4,9 +4,15 @@ set -uo pipefail
 cd "$(dirname "$0")"
 passed=0
 failed=0
+# Every event stream the scripts read is kept here, then validated against openapi.yaml.
+export E2E_EVENTS
+E2E_EVENTS=$(mktemp -d)
+trap 'rm -rf "$E2E_EVENTS"' EXIT
 for script in gesture.sh bottom.sh cancel.sh replay.sh news.sh logs.sh metrics.sh config.sh gzip.sh bad-input.sh traversal.sh connection.sh slow-reader.sh limits.sh steering.sh shutdown.sh crash.sh; do
     echo "== $script"
     if bash "$script"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
+echo "== events.py"
+if python3 events.py "$E2E_EVENTS"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 echo "e2e: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
