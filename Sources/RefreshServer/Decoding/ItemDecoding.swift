@@ -1,57 +1,74 @@
 enum ItemDecoding {
     static let maxItems = 500
 
+    /// An item as `POST /api/items` takes it: only `title` is required.
+    struct Input: Decodable {
+        var id: String?
+        var title: String?
+        var summary: String?
+        var link: String?
+        var author: String?
+        var published: String?
+    }
+
+    private struct Batch: Decodable {
+        var items: [Input]
+    }
+
     /// One item, or `{"items": [...]}`; missing ids and times are filled in.
     static func decode(_ body: JSONValue, now: Timestamp) throws(APIError) -> [FeedItem] {
-        let root = try JSONFields(body, path: "")
-        guard root.has("items") else { return [try item(body, path: "", now: now, index: 0)] }
-        let elements = try root.array("items") ?? []
-        guard !elements.isEmpty else { throw .invalid("items", "must not be empty") }
-        guard elements.count <= maxItems else { throw .outOfRange("items holds \(elements.count) items; at most \(maxItems) per request.") }
+        let decoder = JSONValueDecoder()
+        guard case .object(let members) = body, let batch = members["items"], batch != .null else {
+            return [try item(try decoder.decode(Input.self, from: body), path: "", now: now, index: 0)]
+        }
+        // Counted before any item is read, so an oversized batch costs nothing more.
+        if case .array(let elements) = batch {
+            guard !elements.isEmpty else { throw .invalid("items", "must not be empty") }
+            guard elements.count <= maxItems else { throw .outOfRange("items holds \(elements.count) items; at most \(maxItems) per request.") }
+        }
         var items: [FeedItem] = []
-        for (index, element) in elements.enumerated() {
-            items.append(try item(element, path: "items[\(index)]", now: now, index: index))
+        for (index, input) in try decoder.decode(Batch.self, from: body).items.enumerated() {
+            items.append(try item(input, path: "items[\(index)]", now: now, index: index))
         }
         return items
     }
 
-    private static func item(_ value: JSONValue, path: String, now: Timestamp, index: Int) throws(APIError) -> FeedItem {
-        let fields = try JSONFields(value, path: path)
-        try fields.rejectUnknown(["id", "title", "summary", "link", "author", "published"])
-        let title = try text(fields, "title", limit: 500, required: true)!
+    private static func item(_ input: Input, path: String, now: Timestamp, index: Int) throws(APIError) -> FeedItem {
+        func field(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+        let title = try text(input.title, field("title"), limit: 500, required: true)!
         let published: Timestamp
-        if let text = try fields.string("published") {
+        if let text = input.published {
             guard let parsed = Timestamp(rfc3339: text) else {
-                throw .invalid(fields.fieldPath("published"), "must be an RFC 3339 time such as 2026-11-22T08:00:00Z")
+                throw .invalid(field("published"), "must be an RFC 3339 time such as 2026-11-22T08:00:00Z")
             }
             published = parsed
         } else {
             published = now
         }
-        let link = try text(fields, "link", limit: 2000, required: false)
+        let link = try text(input.link, field("link"), limit: 2000, required: false)
         if let link {
             let lower = link.lowercased()
             guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), !link.contains(where: \.isWhitespace) else {
-                throw .invalid(fields.fieldPath("link"), "must be an http or https URL")
+                throw .invalid(field("link"), "must be an http or https URL")
             }
         }
-        let id = try text(fields, "id", limit: 200, required: false) ?? generatedID(now: now, index: index)
+        let id = try text(input.id, field("id"), limit: 200, required: false) ?? generatedID(now: now, index: index)
         return FeedItem(
-            id: id, title: title, summary: try text(fields, "summary", limit: 5000, required: false), link: link,
-            author: try text(fields, "author", limit: 200, required: false), published: published)
+            id: id, title: title, summary: try text(input.summary, field("summary"), limit: 5000, required: false), link: link,
+            author: try text(input.author, field("author"), limit: 200, required: false), published: published)
     }
 
-    private static func text(_ fields: JSONFields, _ key: String, limit: Int, required: Bool) throws(APIError) -> String? {
-        guard let text = try fields.string(key) else {
-            if required { throw .missing(fields.fieldPath(key), expected: "a string") }
+    private static func text(_ text: String?, _ path: String, limit: Int, required: Bool) throws(APIError) -> String? {
+        guard let text else {
+            if required { throw .missing(path, expected: "a string") }
             return nil
         }
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else {
-            if required { throw .invalid(fields.fieldPath(key), "must not be empty") }
+            if required { throw .invalid(path, "must not be empty") }
             return nil
         }
-        guard trimmed.count <= limit else { throw .invalid(fields.fieldPath(key), "must be at most \(limit) characters") }
+        guard trimmed.count <= limit else { throw .invalid(path, "must be at most \(limit) characters") }
         return trimmed
     }
 

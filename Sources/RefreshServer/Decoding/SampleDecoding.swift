@@ -52,11 +52,30 @@ enum SampleDecoding {
     }
 }
 
+/// The body of `POST /api/sessions`, as the API defines it: every member optional, none
+/// other accepted.
+struct SessionRequest: Decodable {
+    var preset: Preset?
+    var config: RefreshConfig.Overrides?
+    var resume: ResumeDecoding.Input?
+
+    /// An empty body is `{}`.
+    static func decode(_ body: JSONValue?) throws(APIError) -> SessionRequest {
+        try JSONValueDecoder().decode(SessionRequest.self, from: body ?? .object([:]))
+    }
+}
+
 /// `"resume": {"head": POSITION, "oldest": ID, "pagedThrough"?: POSITION}` in a new
 /// session's body: what the page already shows. `head` is the last `head` its `items`
 /// events said, `pagedThrough` the first (the head its list started from: paging down goes
 /// only through items at or below it, as later ones came on top), `oldest` its last item.
 enum ResumeDecoding {
+    struct Input: Decodable {
+        var head: Int?
+        var oldest: String?
+        var pagedThrough: Int?
+    }
+
     struct Resume {
         var head: FeedPosition
         var oldest: String
@@ -64,12 +83,11 @@ enum ResumeDecoding {
     }
 
     static func decode(_ body: JSONValue?) throws(APIError) -> Resume? {
-        guard let body, let resume = try JSONFields(body, path: "").object("resume") else { return nil }
-        try resume.rejectUnknown(["head", "oldest", "pagedThrough"])
-        guard let head = try resume.int("head") else { throw .invalid("resume.head", "is required: the head the page's items were read at") }
+        guard let resume = try SessionRequest.decode(body).resume else { return nil }
+        guard let head = resume.head else { throw .invalid("resume.head", "is required: the head the page's items were read at") }
         guard head >= 0 else { throw .outOfRange("resume.head must be at least 0.") }
-        guard let oldest = try resume.string("oldest"), !oldest.isEmpty else { throw .invalid("resume.oldest", "is required: the id of the last item the page shows") }
-        let pagedThrough = try resume.int("pagedThrough") ?? head
+        guard let oldest = resume.oldest, !oldest.isEmpty else { throw .invalid("resume.oldest", "is required: the id of the last item the page shows") }
+        let pagedThrough = resume.pagedThrough ?? head
         guard (0...head).contains(pagedThrough) else { throw .outOfRange("resume.pagedThrough must be 0…head.") }
         return Resume(head: FeedPosition(head), oldest: oldest, pagedThrough: FeedPosition(pagedThrough))
     }
@@ -78,51 +96,22 @@ enum ResumeDecoding {
 enum ConfigDecoding {
     /// `{"preset"?: NAME, "config"?: {...}}` → a validated configuration.
     static func decode(_ body: JSONValue?) throws(APIError) -> RefreshConfig {
-        guard let body else { return Preset.standard.config }
-        let root = try JSONFields(body, path: "")
-        let preset = try root.choice("preset", Preset.self) ?? .standard
-        guard let overrides = try root.object("config") else { return preset.config }
+        let request = try SessionRequest.decode(body)
+        let preset = request.preset ?? .standard
+        guard let overrides = request.config else { return preset.config }
         do {
-            return try preset.config.applying(try Self.overrides(overrides))
-        } catch let error as ConfigError {
-            throw .outOfRange("config.\(error.field) \(error.reason).")
-        } catch let error as APIError {
-            throw error
+            return try preset.config.applying(overrides)
         } catch {
-            throw .invalid("config", "is not valid")
+            throw .outOfRange("config.\(error.field) \(error.reason).")
         }
-    }
-
-    private static func overrides(_ fields: JSONFields) throws(APIError) -> RefreshConfig.Overrides {
-        try fields.rejectUnknown(["top", "bottom", "rotation", "prefetch", "prefetchDistance", "baseline", "rubberBand", "news"])
-        var overrides = RefreshConfig.Overrides()
-        overrides.top = try fields.object("top").map { (edge) throws(APIError) in try Self.edge(edge) }
-        overrides.bottom = try fields.object("bottom").map { (edge) throws(APIError) in try Self.edge(edge) }
-        overrides.rotation = try fields.bool("rotation")
-        overrides.prefetch = try fields.bool("prefetch")
-        overrides.prefetchDistance = try fields.double("prefetchDistance")
-        overrides.baseline = try fields.choice("baseline", RefreshConfig.Baseline.self)
-        overrides.news = try fields.choice("news", RefreshConfig.NewsMode.self)
-        if let band = try fields.object("rubberBand") {
-            try band.rejectUnknown(["coefficient", "maxPull"])
-            overrides.rubberBand = .init(coefficient: try band.double("coefficient"), maxPull: try band.double("maxPull"))
-        }
-        return overrides
-    }
-
-    private static func edge(_ fields: JSONFields) throws(APIError) -> RefreshConfig.Overrides.Edge {
-        try fields.rejectUnknown(["enabled", "threshold", "trigger", "heldOffset", "indicatorHeight", "labels"])
-        var edge = RefreshConfig.Overrides.Edge(
-            enabled: try fields.bool("enabled"), threshold: try fields.double("threshold"),
-            trigger: try fields.choice("trigger", RefreshConfig.TriggerMode.self),
-            heldOffset: try fields.double("heldOffset"), indicatorHeight: try fields.double("indicatorHeight"))
-        if let labels = try fields.object("labels") {
-            try labels.rejectUnknown(["pull", "release", "active"])
-            edge.labels = .init(pull: try labels.string("pull"), release: try labels.string("release"), active: try labels.string("active"))
-        }
-        return edge
     }
 }
+
+// The API reads these by their raw values; a refusal lists them.
+extension Preset: JSONChoice {}
+extension RefreshConfig.TriggerMode: JSONChoice {}
+extension RefreshConfig.NewsMode: JSONChoice {}
+extension RefreshConfig.Baseline: JSONChoice {}
 
 extension JSONWriter {
     mutating func config(_ config: RefreshConfig) {

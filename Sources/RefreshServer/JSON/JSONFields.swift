@@ -50,18 +50,6 @@ struct JSONFields {
         return string
     }
 
-
-    func bool(_ key: String) throws(APIError) -> Bool? {
-        guard let value = present(key) else { return nil }
-        guard case .bool(let bool) = value else { throw .wrongType(fieldPath(key), expected: "true or false", got: value) }
-        return bool
-    }
-
-    func object(_ key: String) throws(APIError) -> JSONFields? {
-        guard let value = present(key) else { return nil }
-        return try JSONFields(value, path: fieldPath(key))
-    }
-
     func array(_ key: String) throws(APIError) -> [JSONValue]? {
         guard let value = present(key) else { return nil }
         guard case .array(let elements) = value else { throw .wrongType(fieldPath(key), expected: "an array", got: value) }

@@ -1,0 +1,87 @@
+import RefreshEngine
+import Testing
+@testable import RefreshServer
+
+/// The cold JSON bodies (`POST /api/sessions`, `POST /api/items`) decode through their
+/// types' `Codable` conformances, made strict by `JSONValueDecoder`: these pin what that
+/// strictness answers, field path and all.
+@Suite struct DecodingTests {
+    private func body(_ text: String) throws -> JSONValue { try JSONParser.parse(Array(text.utf8)) }
+
+    private func refusal(_ text: String, items: Bool = false) throws -> APIError? {
+        let value = try body(text)
+        do {
+            if items { _ = try ItemDecoding.decode(value, now: .now()) } else { _ = try ConfigDecoding.decode(value) }
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test(arguments: [
+        // (body, code, message)
+        (#"{"presett":"default"}"#, "invalid_value", "presett is not a known field."),
+        (#"{"config":{"top":{"treshold":90}}}"#, "invalid_value", "config.top.treshold is not a known field."),
+        (#"{"config":{"top":{"labels":{"pul":"x"}}}}"#, "invalid_value", "config.top.labels.pul is not a known field."),
+        (#"{"config":{"top":{"trigger":"later"}}}"#, "invalid_value", #"config.top.trigger must be one of "release", "cross"."#),
+        (#"{"preset":"android"}"#, "invalid_value", #"preset must be one of "default", "swiftui-lab", "ios15", "uikit-bottom"."#),
+        (#"{"config":{"top":{"threshold":"90"}}}"#, "invalid_type", "config.top.threshold must be a number, not a string."),
+        (#"{"config":{"rotation":1}}"#, "invalid_type", "config.rotation must be true or false, not a number."),
+        (#"{"config":[]}"#, "invalid_type", "config must be an object, not an array."),
+        (#"[]"#, "invalid_type", "the body must be an object, not an array."),
+        (#"{"config":{"top":{"threshold":1e999}}}"#, "out_of_range", "config.top.threshold must be a finite number greater than 0 and at most 100000."),
+        (#"{"resume":{"head":1.5,"oldest":"a"}}"#, "invalid_value", "resume.head must be a whole number."),
+    ])
+    func sessionBodiesAreRefusedWithTheirField(text: String, code: String, message: String) throws {
+        let error = try #require(try refusal(text))
+        #expect(error.code == code)
+        #expect(error.message == message)
+    }
+
+    @Test func nullMeansNotGiven() throws {
+        let config = try ConfigDecoding.decode(try body(#"{"preset":null,"config":{"top":null,"news":null,"rotation":false}}"#))
+        #expect(config.top == Preset.standard.config.top)
+        #expect(config.news == Preset.standard.config.news)
+        #expect(config.rotation == false)
+        #expect(try ResumeDecoding.decode(try body(#"{"resume":null}"#)) == nil)
+        #expect(try ConfigDecoding.decode(nil) == Preset.standard.config)
+    }
+
+    @Test func overridesReachTheConfig() throws {
+        let config = try ConfigDecoding.decode(try body(
+            #"{"preset":"ios15","config":{"top":{"threshold":120,"trigger":"release","labels":{"pull":"Pull"}},"news":"live","rubberBand":{"maxPull":300}}}"#))
+        #expect(config.top.threshold == 120)
+        #expect(config.top.trigger == .release)
+        #expect(config.top.labels.pull == "Pull")
+        #expect(config.news == .live)
+        #expect(config.rubberBand.maxPull == 300)
+        #expect(config.baseline == Preset.iOS15.config.baseline)
+    }
+
+    @Test(arguments: [
+        (#"{"title":"a","colour":"red"}"#, "invalid_value", "colour is not a known field."),
+        (#"{"items":[{"title":"a"},{"title":"b","extra":1}]}"#, "invalid_value", "items[1].extra is not a known field."),
+        (#"{"items":[{"title":"a"},{"title":7}]}"#, "invalid_type", "items[1].title must be a string, not a number."),
+        (#"{"items":[{"title":"a"},{}]}"#, "missing_field", "items[1].title is required (a string)."),
+        (#"{"items":[{"title":"a"},{"title":"  "}]}"#, "invalid_value", "items[1].title must not be empty."),
+        (#"{"items":{"title":"a"}}"#, "invalid_type", "items must be an array, not an object."),
+        (#"{"items":[]}"#, "invalid_value", "items must not be empty."),
+        (#"{"items":["a"]}"#, "invalid_type", "items[0] must be an object, not a string."),
+        (#"{"title":"a","published":"yesterday"}"#, "invalid_value", "published must be an RFC 3339 time such as 2026-11-22T08:00:00Z."),
+    ])
+    func itemsAreRefusedWithTheirField(text: String, code: String, message: String) throws {
+        let error = try #require(try refusal(text, items: true))
+        #expect(error.code == code)
+        #expect(error.message == message)
+    }
+
+    @Test func itemsDecodeTrimmedWithNullsAsAbsent() throws {
+        let items = try ItemDecoding.decode(
+            try body(#"{"items":[{"id":" a ","title":" One ","summary":null,"published":"2026-11-22T08:00:00Z"},{"title":"Two"}]}"#),
+            now: .now())
+        #expect(items.map(\.id).first == "a")
+        #expect(items.map(\.title) == ["One", "Two"])
+        #expect(items[0].summary == nil)
+        #expect(items[1].id.hasPrefix("item-"))
+    }
+}
