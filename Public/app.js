@@ -3,8 +3,8 @@
 
 const params = new URLSearchParams(location.search);
 const element = document.getElementById("list");
-// A preset from the address (?preset=ios15) and how new items arrive (?news=live) must be
-// set before the element starts: both are fixed when its session is created.
+// A preset from the address (?preset=ios15) and how new items arrive (?news=live) are set
+// before the element starts, so that its first session has them (a change would replace it).
 if (params.get("preset")) element.setAttribute("preset", params.get("preset"));
 if (params.get("news")) element.setAttribute("news", params.get("news"));
 await import("/pull-to-refresh/element.js");
@@ -92,22 +92,30 @@ element.addEventListener("ptr-session", (event) => {
   updatePositions();
 });
 
+/** The header's Refresh button is off while a refresh runs, and while the list is `disabled`. */
+function drawRefreshButton() {
+  refreshButton.disabled = element.dataset.phase === "refreshing" || element.hasAttribute("disabled");
+}
+
 element.addEventListener("ptr-state", (event) => {
   const busy = event.detail.phase === "refreshing" || event.detail.phase === "loading";
   feed.setAttribute("aria-busy", String(busy));
-  refreshButton.disabled = event.detail.phase === "refreshing";
+  drawRefreshButton();
 });
 
 new MutationObserver(() => {
   connection.textContent = element.hasAttribute("offline") ? "Reconnecting…" : "";
-}).observe(element, { attributes: true, attributeFilter: ["offline"] });
+  drawRefreshButton();
+}).observe(element, { attributes: true, attributeFilter: ["offline", "disabled"] });
 
 refreshButton.addEventListener("click", () => element.refresh());
 
-// Another mode needs another session: the page starts over with it in the address.
+// Another mode is another session, which the element opens when its attribute changes; it
+// continues the list. The address keeps the mode for a reload.
 newsMode.value = element.getAttribute("news") ?? "badge";
 if (newsMode.selectedIndex < 0) newsMode.value = "badge"; // the element's own fallback
 newsMode.addEventListener("change", () => {
+  element.setAttribute("news", newsMode.value);
   params.set("news", newsMode.value);
-  location.search = params.toString();
+  history.replaceState(null, "", `?${params}`);
 });

@@ -8,6 +8,18 @@
 // `ptr-state`, `ptr-news` ({count, newest, head}), `ptr-session` and `ptr-connection`
 // events; the page renders the items. Methods: refresh(), loadMore(), cancelRefresh().
 //
+// Attributes: `api` and `preset` as named; `threshold`, the top edge's threshold in pixels
+// (above 0, below the rubber band's reach of 400; else the preset's); `news` (below);
+// `disabled`, which stops gesture capture and samples (so infinite scroll too) and disables
+// the element's buttons, refresh() and loadMore(), without ending the session. Changing
+// `api`, `preset`, `threshold` or `news` replaces the session with one that continues the
+// list; an invalid value is reported with `console.warn` and the default used instead.
+//
+// Taken out of the document, the element closes its stream and ends its session (put back
+// in the same task, as a move does, it keeps them); so it does when the page is hidden
+// (`pagehide`), and a page restored from the back/forward cache gets a new session that
+// continues its list.
+//
 // When its session is gone (the server restarted, or the instance holding it died behind
 // a front), the element starts one that continues the list it shows: `ptr-session` then
 // has `resumed: true`, the items stay, and what came meanwhile arrives as news (or live).
@@ -28,6 +40,9 @@ import { GestureCapture } from "./gesture.js";
 import { RefreshSession } from "./session.js";
 
 const NEWS_MODES = ["badge", "live", "off"];
+/** The rubber band's reach in every preset: no pull gets this far, so the server refuses a
+ *  threshold at or past it. */
+const MAX_PULL = 400;
 /** How long a scroll to the top may stand still before it counts as stopped short. */
 const STILL_MS = 300;
 
@@ -75,8 +90,24 @@ template.innerHTML = `
 `;
 
 export class PullToRefreshElement extends HTMLElement {
-  #session;
-  #gesture;
+  static observedAttributes = ["api", "preset", "threshold", "news", "disabled"];
+
+  /** Null while the element is out of the document (or its page hidden). */
+  #session = null;
+  /** What `#session` was made from: a change of attributes that comes to the same needs no
+   *  new one. */
+  #sessionOptions = null;
+  /** Aborted as `#session` ends: nothing it still does (a request it had sent may yet
+   *  settle) reaches the element. */
+  #sessionEnded = null;
+  /** Whether the element has had a session: the next one replaces it (`ptr-session`). */
+  #hadSession = false;
+  /** An attribute change asked for a new session; any others in the same task join it. */
+  #restartQueued = false;
+  /** Null while `disabled`. */
+  #gesture = null;
+  /** Listeners on the window, for as long as the element is in the document. */
+  #attached = null;
   #state = { edge: null, phase: "idle", indicatorOffset: 0 };
   #dragging = null; // { edge, distance } while the user pulls
   #hasMore = true;
@@ -89,7 +120,46 @@ export class PullToRefreshElement extends HTMLElement {
   #shows = { head: null, pagedThrough: null, oldest: null };
 
   connectedCallback() {
-    if (this.#session) return;
+    if (!this.scroller) this.#build();
+    if (!this.#attached) {
+      this.#attached = new AbortController();
+      const signal = this.#attached.signal;
+      // A hidden page holds no stream and no session, not even in the back/forward cache
+      // (where it may stay, or be dropped without a word); back from there, it gets a new one.
+      window.addEventListener("pagehide", () => this.#stop(), { signal });
+      window.addEventListener("pageshow", (event) => event.persisted && this.#start(), { signal });
+    }
+    this.#start();
+  }
+
+  disconnectedCallback() {
+    // Moved rather than removed (taken out and put back in the same task, as `append` of an
+    // element already in the document does): it keeps its session and stream.
+    queueMicrotask(() => {
+      if (this.isConnected) return;
+      this.#attached?.abort();
+      this.#attached = null;
+      this.#stop();
+    });
+  }
+
+  attributeChangedCallback(name, previous, value) {
+    if (previous === value || !this.scroller) return; // before the first connect: read then
+    if (name === "disabled") return this.#drawDisabled();
+    if (!this.#session || this.#restartQueued) return;
+    this.#restartQueued = true;
+    queueMicrotask(() => {
+      this.#restartQueued = false;
+      if (!this.#session) return;
+      const options = this.#readOptions();
+      if (JSON.stringify(options) === this.#sessionOptions) return;
+      this.#endSession();
+      this.#openSession(options);
+    });
+  }
+
+  /** The element's own parts, made once: the page's children go into its scroller. */
+  #build() {
     const children = [...this.childNodes];
     this.append(template.content.cloneNode(true));
     this.scroller = this.querySelector(".ptr-scroller");
@@ -100,62 +170,139 @@ export class PullToRefreshElement extends HTMLElement {
     this.live = this.querySelector(".ptr-live");
     this.errorBar = this.querySelector(".ptr-error");
     this.newsButton = this.querySelector(".ptr-news-button");
+    this.loadMoreButton = this.querySelector(".ptr-load-more");
+    this.retryButton = this.querySelector(".ptr-retry");
     this.dataset.newsCount = "0";
 
     this.newsButton.addEventListener("click", () => this.#showNewItems());
-    this.querySelector(".ptr-load-more").addEventListener("click", () => this.loadMore());
-    this.querySelector(".ptr-retry").addEventListener("click", () => {
+    this.loadMoreButton.addEventListener("click", () => this.loadMore());
+    this.retryButton.addEventListener("click", () => {
       this.errorBar.hidden = true;
+      if (!this.#session) return;
       if (!this.#session.id) this.#open();
       else if (this.#lastFailed === "loadMore") this.loadMore();
       else if (this.#lastFailed === "cancel") this.cancelRefresh();
       else this.refresh();
     });
+    this.#drawDisabled();
+  }
 
-    const news = this.getAttribute("news");
-    this.#session = new RefreshSession({
-      api: this.getAttribute("api") || "/api",
-      preset: this.getAttribute("preset") || "default",
-      config: { news: NEWS_MODES.includes(news) ? news : "badge" },
-      shows: () => (this.#shows.head != null && this.#shows.oldest != null ? { ...this.#shows } : null),
-    });
-    this.#wireSession();
+  /** Starts (again): a session, its stream, the gesture, the layout observer. */
+  #start() {
+    if (this.#session || !this.isConnected) return;
+    // New items change the heights: tell the server, which decides whether to load more.
+    this.#layout = new ResizeObserver(() => this.#sampleWhereItIs());
+    this.#layout.observe(this.content);
+    this.#layout.observe(this.scroller);
+    if (!this.hasAttribute("disabled")) this.#capture();
+    this.#openSession(this.#readOptions());
+  }
+
+  /** Stops everything `#start` started: nothing of the element is left running, here or on
+   *  the server. */
+  #stop() {
+    this.#gesture?.disconnect();
+    this.#gesture = null;
+    this.#layout?.disconnect();
+    this.#layout = null;
+    this.#endSession();
+    delete this.dataset.session;
+    delete this.dataset.connection;
+    this.removeAttribute("offline");
+  }
+
+  #capture() {
     this.#gesture = new GestureCapture(this.scroller, {
-      rubberBand: () => this.#session.config?.rubberBand,
+      rubberBand: () => this.#session?.config?.rubberBand,
       onOffset: (edge, distance) => {
         this.#dragging = distance > 0 ? { edge, distance } : null;
         this.#drawOffset();
       },
-      onSample: (sample) => this.#session.sample({ ...sample, ...this.#heights() }),
+      onSample: (sample) => this.#session?.sample({ ...sample, ...this.#heights() }),
       onRelease: () => this.#drawOffset(),
     });
-    // New items change the heights: tell the server, which decides whether to load more.
-    this.#layout = new ResizeObserver(() => this.#session.sample({ y: this.scroller.scrollTop, phase: "scroll", ...this.#heights() }));
-    this.#layout.observe(this.content);
-    this.#layout.observe(this.scroller);
-    this.#open();
   }
 
-  disconnectedCallback() {
-    this.#layout?.disconnect();
+  /** The session's options from the attributes. An invalid value is reported and left out,
+   *  which leaves the default in force. */
+  #readOptions() {
+    const config = {};
+    const news = this.getAttribute("news");
+    if (news != null && !NEWS_MODES.includes(news)) {
+      console.warn(`<pull-to-refresh>: news="${news}" is not one of ${NEWS_MODES.join(", ")}; "badge" is used.`);
+    }
+    config.news = NEWS_MODES.includes(news) ? news : "badge";
+    const threshold = this.getAttribute("threshold");
+    if (threshold != null) {
+      const value = threshold.trim() === "" ? NaN : Number(threshold);
+      if (Number.isFinite(value) && value > 0 && value < MAX_PULL) config.top = { threshold: value };
+      else console.warn(`<pull-to-refresh>: threshold="${threshold}" is not a number of pixels above 0 and below ${MAX_PULL}; the preset's is used.`);
+    }
+    return { api: this.getAttribute("api") || "/api", preset: this.getAttribute("preset") || "default", config };
+  }
+
+  #openSession(options) {
+    const session = new RefreshSession({
+      ...options,
+      shows: () => (this.#shows.head != null && this.#shows.oldest != null ? { ...this.#shows } : null),
+    });
+    const replaces = this.#hadSession;
+    this.#hadSession = true;
+    this.#session = session;
+    this.#sessionOptions = JSON.stringify(options);
+    this.#sessionEnded = new AbortController();
+    this.#wireSession(session, this.#sessionEnded.signal);
+    // A session that replaces one the element ended says, as one the server forgot does,
+    // whether it continues the list.
+    this.#open().then((detail) => detail && replaces && session === this.#session && this.#replaced(detail));
+  }
+
+  #endSession() {
+    this.#sessionEnded?.abort();
+    this.#sessionEnded = null;
+    this.#session?.close();
+    this.#session = null;
   }
 
   get sessionId() {
-    return this.#session?.id;
+    return this.#session?.id ?? null;
   }
 
+  /** Does nothing (resolves to null) while `disabled`, as a disabled button would. */
   refresh() {
+    if (!this.#session || this.hasAttribute("disabled")) return Promise.resolve(null);
     this.errorBar.hidden = true;
     return this.#session.refresh().catch((error) => this.#actionFailed("refresh", error));
   }
 
   cancelRefresh() {
+    if (!this.#session) return Promise.resolve(null);
     return this.#session.cancelRefresh().catch((error) => this.#actionFailed("cancel", error));
   }
 
+  /** Does nothing (resolves to null) while `disabled`, as a disabled button would. */
   loadMore() {
+    if (!this.#session || this.hasAttribute("disabled")) return Promise.resolve(null);
     this.errorBar.hidden = true;
     return this.#session.loadMore().catch((error) => this.#actionFailed("loadMore", error));
+  }
+
+  /** `disabled`: no gesture, no samples, no actions from the element's buttons; the session
+   *  and its stream stay, so that the list still takes what the server sends. */
+  #drawDisabled() {
+    const disabled = this.hasAttribute("disabled");
+    if (disabled) this.setAttribute("aria-disabled", "true");
+    else this.removeAttribute("aria-disabled");
+    for (const button of [this.newsButton, this.loadMoreButton, this.retryButton]) button.disabled = disabled;
+    if (!this.#session) return; // #start captures, or not
+    if (disabled) {
+      // A pull under way is dropped, and the server told where the list rests.
+      this.#gesture?.disconnect();
+      this.#gesture = null;
+    } else if (!this.#gesture) {
+      this.#capture();
+      this.#showWhereItIs();
+    }
   }
 
   /** The "N new items" button takes the reader to the top, where the refresh puts them. The
@@ -192,7 +339,31 @@ export class PullToRefreshElement extends HTMLElement {
   /** A busy or unreachable server is waited for inside the session; this fails only when
    *  the server refuses the session itself. */
   #open() {
-    this.#session.open().catch((error) => this.#sessionFailed(error));
+    const session = this.#session;
+    return session.open().catch((error) => {
+      if (session === this.#session) this.#sessionFailed(error);
+      return null;
+    });
+  }
+
+  /** Tells the server where the list is, unless `disabled` (which pauses infinite scroll). */
+  #sampleWhereItIs() {
+    if (!this.hasAttribute("disabled")) this.#session?.sample({ y: this.scroller.scrollTop, phase: "scroll", ...this.#heights() });
+  }
+
+  /** Where the list is, and, without infinite scroll, a first page for an empty list
+   *  (nothing else would fill it). */
+  #showWhereItIs() {
+    this.#sampleWhereItIs();
+    if (this.#session?.config && !this.#session.config.prefetch && this.#itemCount() === 0) this.loadMore();
+  }
+
+  /** A new session took over: a resumed one continues the list (and tells of what came
+   *  meanwhile); any other starts over from the newest items. */
+  #replaced(detail) {
+    if (!detail.resumed) this.#shows = { head: null, pagedThrough: null, oldest: null };
+    this.#clearNews();
+    this.#emit("session", detail);
   }
 
   #sessionFailed(error) {
@@ -229,24 +400,16 @@ export class PullToRefreshElement extends HTMLElement {
     this.errorBar.hidden = false;
   }
 
-  #wireSession() {
-    const session = this.#session;
-    session.addEventListener("open", (event) => {
+  #wireSession(session, signal) {
+    const on = (name, handler) => session.addEventListener(name, handler, { signal });
+    on("open", (event) => {
       this.dataset.session = event.detail.id;
-      this.#session.sample({ y: this.scroller.scrollTop, phase: "scroll", ...this.#heights() });
-      // Without infinite scroll nothing would fill an empty list: ask for the first page.
-      if (!event.detail.config.prefetch && this.#itemCount() === 0) this.loadMore();
+      this.#showWhereItIs();
     });
-    session.addEventListener("session", (event) => {
-      // A resumed session continues the list (and tells of what came meanwhile); any other
-      // starts over from the newest items.
-      if (!event.detail.resumed) this.#shows = { head: null, pagedThrough: null, oldest: null };
-      this.#clearNews();
-      this.#emit("session", event.detail);
-    });
-    session.addEventListener("error", (event) => this.#sessionFailed(event.detail));
-    session.addEventListener("state", (event) => this.#drawState(event.detail));
-    session.addEventListener("progress", (event) => {
+    on("session", (event) => this.#replaced(event.detail));
+    on("error", (event) => this.#sessionFailed(event.detail));
+    on("state", (event) => this.#drawState(event.detail));
+    on("progress", (event) => {
       const { fraction, message, kind } = event.detail;
       if (kind === "refresh") {
         this.top.style.setProperty("--ptr-fraction", String(fraction));
@@ -254,7 +417,7 @@ export class PullToRefreshElement extends HTMLElement {
       }
       this.#emit("progress", event.detail);
     });
-    session.addEventListener("items", (event) => {
+    on("items", (event) => {
       const { op, items, actionId, hasMore, head } = event.detail;
       this.#hasMore = hasMore;
       if (head != null) {
@@ -270,11 +433,11 @@ export class PullToRefreshElement extends HTMLElement {
       // Nothing else tells a screen reader of items that came without an action.
       if (op === "prepend" && actionId == null && items.length > 0) this.#announce(`${newItems(items.length)} added`);
     });
-    session.addEventListener("news", (event) => {
+    on("news", (event) => {
       this.#drawNews(event.detail.count);
       this.#emit("news", event.detail);
     });
-    session.addEventListener("done", (event) => {
+    on("done", (event) => {
       const { kind, outcome, added, error } = event.detail;
       if (outcome === "failed") {
         const what = kind === "refresh" ? "Refresh failed" : "Loading more failed";
@@ -287,13 +450,13 @@ export class PullToRefreshElement extends HTMLElement {
       }
       this.#emit("done", event.detail);
     });
-    session.addEventListener("reset", (event) => {
+    on("reset", (event) => {
       this.#hasMore = true;
       this.#shows = { head: null, pagedThrough: null, oldest: null };
       this.#clearNews();
       this.#emit("reset", event.detail);
     });
-    session.addEventListener("connection", (event) => {
+    on("connection", (event) => {
       this.dataset.connection = event.detail;
       this.toggleAttribute("offline", event.detail === "lost");
       this.#emit("connection", event.detail);

@@ -12,6 +12,9 @@ export function rubberBand(travel, { coefficient = 1, maxPull = 400 } = {}) {
 }
 
 export class GestureCapture {
+  /** Ends every listener at once. */
+  #listening = new AbortController();
+
   /** @param {HTMLElement} scroller  the element that scrolls the list
    *  @param {object} hooks  rubberBand(): config; onOffset(edge, distance) while pulling;
    *                         onSample({y, phase}); onRelease(edge) */
@@ -21,6 +24,21 @@ export class GestureCapture {
     this.pull = null; // { edge: "top"|"bottom", origin, travel, source }
     this.wheelTimer = null;
     this.#listen();
+  }
+
+  /** Stops capturing. A pull under way is dropped, not released: the list goes back to
+   *  rest and the server is told where it rests, so nothing is left armed. */
+  disconnect() {
+    this.#listening.abort();
+    clearTimeout(this.wheelTimer);
+    this.wheelTimer = null;
+    this.scroller.classList.remove("ptr-grabbing");
+    if (!this.pull) return;
+    const edge = this.pull.edge;
+    this.pull = null;
+    this.hooks.onOffset(edge, 0);
+    this.hooks.onSample({ y: this.scroller.scrollTop, phase: "scroll" });
+    this.hooks.onRelease(edge);
   }
 
   get maxY() {
@@ -67,13 +85,14 @@ export class GestureCapture {
 
   #listen() {
     const scroller = this.scroller;
+    const signal = this.#listening.signal;
 
     // Touch: native scrolling in the middle, the pull taken over at either end.
     let lastTouchY = 0;
     scroller.addEventListener("touchstart", (event) => {
       if (event.touches.length !== 1) return;
       lastTouchY = event.touches[0].clientY;
-    }, { passive: true });
+    }, { passive: true, signal });
     scroller.addEventListener("touchmove", (event) => {
       if (event.touches.length !== 1) return;
       const y = event.touches[0].clientY;
@@ -95,12 +114,12 @@ export class GestureCapture {
       }
       event.preventDefault();
       this.#move(travel);
-    }, { passive: false });
+    }, { passive: false, signal });
     const touchEnded = () => {
       if (this.pull?.source === "touch") this.#end();
     };
-    scroller.addEventListener("touchend", touchEnded);
-    scroller.addEventListener("touchcancel", touchEnded);
+    scroller.addEventListener("touchend", touchEnded, { signal });
+    scroller.addEventListener("touchcancel", touchEnded, { signal });
 
     // Mouse: drag to scroll, and to pull at either end.
     let mouse = null;
@@ -108,7 +127,7 @@ export class GestureCapture {
       if (event.pointerType !== "mouse" || event.button !== 0) return;
       if (event.target.closest("button, a, input, select, textarea, [contenteditable]")) return;
       mouse = { id: event.pointerId, lastY: event.clientY, moved: false };
-    });
+    }, { signal });
     scroller.addEventListener("pointermove", (event) => {
       if (!mouse || event.pointerId !== mouse.id) return;
       const y = event.clientY;
@@ -135,15 +154,15 @@ export class GestureCapture {
         return;
       }
       this.#move(travel);
-    });
+    }, { signal });
     const mouseEnded = (event) => {
       if (!mouse || event.pointerId !== mouse.id) return;
       mouse = null;
       scroller.classList.remove("ptr-grabbing");
       if (this.pull?.source === "mouse") this.#end();
     };
-    scroller.addEventListener("pointerup", mouseEnded);
-    scroller.addEventListener("pointercancel", mouseEnded);
+    scroller.addEventListener("pointerup", mouseEnded, { signal });
+    scroller.addEventListener("pointercancel", mouseEnded, { signal });
 
     // Wheel and trackpad: scrolling on past an end pulls; a pause is the release.
     scroller.addEventListener("wheel", (event) => {
@@ -168,11 +187,11 @@ export class GestureCapture {
       this.wheelTimer = setTimeout(() => {
         if (this.pull?.source === "wheel") this.#end();
       }, WHEEL_RELEASE_MS);
-    }, { passive: false });
+    }, { passive: false, signal });
 
     // Plain scrolling: the server needs it for infinite scroll.
     scroller.addEventListener("scroll", () => {
       if (!this.pull) this.hooks.onSample({ y: scroller.scrollTop, phase: "scroll" });
-    }, { passive: true });
+    }, { passive: true, signal });
   }
 }

@@ -38,8 +38,17 @@ export function retryDelay(reply, fallback = FIRST_BACKOFF_MS) {
   return Math.round(base + Math.random() * Math.max(base / 5, 250));
 }
 
-function sleep(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** Resolves after `ms`, or as soon as `signal` aborts: a closed session waits for nothing. */
+function sleep(ms, signal) {
+  return new Promise((resolve) => {
+    const wake = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", wake);
+      resolve();
+    };
+    const timer = setTimeout(wake, ms);
+    signal.addEventListener("abort", wake);
+  });
 }
 
 /** A request the server refused or could not be sent, with the server's own words. */
@@ -161,6 +170,8 @@ export class RefreshSession extends EventTarget {
   #opening = null;
   #replacing = null;
   #closed = false;
+  /** Aborted by `close()`: ends every wait of a retry loop at once. */
+  #stopping = new AbortController();
 
   /** @param {object} options
    *  @param {() => ({head: number, pagedThrough: number, oldest: string} | null)} [options.shows]  what the page's
@@ -184,11 +195,19 @@ export class RefreshSession extends EventTarget {
     return this.#opening;
   }
 
+  /** Stops for good: the stream, every timer, retry loop and queued sample, and the session
+   *  on the server, which is ended with a `keepalive` request, so that it goes out even as
+   *  the page unloads. A session still being created is ended as soon as it exists. */
   close() {
+    if (this.#closed) return;
     this.#closed = true;
+    this.#stopping.abort();
     clearTimeout(this.#retryTimer);
     clearTimeout(this.#confirmTimer);
     this.#source?.close();
+    this.#source = null;
+    this.queue.reset();
+    if (this.id) this.#end(this.id);
   }
 
   /** The connection as last reported by the `connection` event. */
@@ -197,7 +216,7 @@ export class RefreshSession extends EventTarget {
   }
 
   sample(sample) {
-    if (this.id) this.queue.push(sample);
+    if (this.id && !this.#closed) this.queue.push(sample);
   }
 
   refresh() {
@@ -229,10 +248,12 @@ export class RefreshSession extends EventTarget {
       } catch {
         // Offline, the server down, or an answer cut short: as busy, without a hint.
       }
-      if (session && !this.#closed) return this.#begin(session);
+      if (session && this.#closed) this.#end(session.id); // closed while it was being created
+      else if (session) return this.#begin(session);
+      if (this.#closed) throw new Error("the session was closed");
       if (reply && !reply.ok && !isTransient(reply.status)) throw await RequestError.from(reply);
       this.#report("lost");
-      await sleep(retryDelay(reply, backoff));
+      await sleep(retryDelay(reply, backoff), this.#stopping.signal);
       backoff = Math.min(backoff * 2, MAX_WAIT_MS);
     }
   }
@@ -257,6 +278,7 @@ export class RefreshSession extends EventTarget {
   async #action(method, name) {
     if (!this.id) return null; // still being created: its first page comes by itself
     for (let attempt = 1; ; attempt++) {
+      if (this.#closed) return null;
       let reply = null;
       try {
         reply = await this.#request(method, `/sessions/${this.id}/${name}`);
@@ -270,7 +292,7 @@ export class RefreshSession extends EventTarget {
       if (reply?.ok) return reply.json();
       if (reply && !isTransient(reply.status)) return null;
       if (attempt > 1) throw await RequestError.from(reply);
-      await sleep(retryDelay(reply));
+      await sleep(retryDelay(reply), this.#stopping.signal);
     }
   }
 
@@ -290,6 +312,11 @@ export class RefreshSession extends EventTarget {
     // Taken, or refused for good (a bad sample is not better the second time).
     this.#sampleBackoff = FIRST_BACKOFF_MS;
     return undefined;
+  }
+
+  /** Ends the session `id` on the server; nobody waits for the answer. */
+  #end(id) {
+    fetch(`${this.api}/sessions/${id}`, { method: "DELETE", keepalive: true }).catch(() => {});
   }
 
   #growSampleBackoff() {
@@ -366,6 +393,7 @@ export class RefreshSession extends EventTarget {
     } catch {
       // Still offline: try again later.
     }
+    if (this.#closed) return;
     if (reply?.status === 404) return void this.#replace();
     if (reply?.ok) return void this.#listen();
     this.#report("lost");
@@ -375,6 +403,7 @@ export class RefreshSession extends EventTarget {
   /** The server forgot the session (restart, expiry, its instance gone): start a new one,
    *  which continues the list when the server can (the `session` event says `resumed`). */
   #replace() {
+    if (this.#closed) return Promise.resolve();
     if (this.#replacing) return this.#replacing;
     clearTimeout(this.#retryTimer);
     clearTimeout(this.#confirmTimer);
