@@ -149,8 +149,19 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
     /// Upserts by id in one transaction; answers how many ids were new.
     func store(_ items: [FeedItem]) async throws -> Int {
         guard !items.isEmpty else { return 0 }
-        return try await database.write { db in try Self.upsert(items, replacing: true, db) }
+        do {
+            return try await database.write { db in try Self.upsert(items, replacing: true, db) }
+        } catch let error as DatabaseError where Self.transientFailures.contains(error.resultCode) {
+            // The transaction rolled back, so nothing was stored: the client may retry later.
+            throw FeedStoreUnavailable("SQLite could not store the items: \(error.message ?? "\(error.resultCode)")")
+        }
     }
+
+    /// Failures of the file rather than of the request: a full disk, an I/O error, a lock held
+    /// past the busy timeout. Anything else (a constraint) is a defect and stays a 500.
+    static let transientFailures: [ResultCode] = [
+        .SQLITE_FULL, .SQLITE_IOERR, .SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_CANTOPEN, .SQLITE_READONLY, .SQLITE_NOMEM,
+    ]
 
     /// Stores items synchronously, at start-up, keeping any already there.
     func seed(_ items: [FeedItem]) throws {

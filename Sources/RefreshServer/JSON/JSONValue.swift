@@ -1,7 +1,9 @@
-/// A parsed JSON document. Requests are read through this rather than `Codable` so that
-/// every error can name the exact field and say what was expected, and so that numbers
+/// A parsed JSON document. Every request body is parsed into this first, so that numbers
 /// beyond `Double`'s range, and the non-JSON `NaN` / `Infinity` some encoders emit, arrive
-/// as non-finite numbers the API can refuse with `422` instead of a parse failure.
+/// as non-finite numbers the API can refuse with `422` instead of a parse failure. The cold
+/// bodies then decode through their types' `Codable` conformances (``JSONValueDecoder``);
+/// the samples route reads its few fields by hand (`JSONFields`), which keeps the hot path
+/// free of a decoder's per-field dispatch.
 public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
@@ -110,7 +112,11 @@ struct JSONParser {
             guard current == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1
             skipWhitespace()
-            members[key] = try parseValue(depth: depth + 1)
+            // A repeated name is refused: parsers disagree on which value wins, so one body
+            // could mean two things to two readers.
+            guard members.updateValue(try parseValue(depth: depth + 1), forKey: key) == nil else {
+                throw error("the member name \"\(key)\" appears twice")
+            }
             skipWhitespace()
             switch current {
             case UInt8(ascii: ","): index += 1
