@@ -26,8 +26,18 @@ struct RefreshServerCommand: AsyncParsableCommand {
     @Option(help: .setting("config", "JSON file of settings, keyed by flag name: {\"port\": 8080, \"trusted-proxy\": [\"10.0.0.1\"]}.", valueName: "file"))
     var config: String?
 
-    @Option(help: .setting("host", "Address to listen on. Publishing without a token is allowed only on loopback."))
+    @Option(help: .setting("host", "Address to listen on. Beyond loopback, --publish-token or --disable-publishing is required."))
     var host: String?
+
+    @Option(
+        name: .customLong("public-host"),
+        help: .setting("public-host", "A Host name the server answers to besides localhost and its address, e.g. the name a front serves (repeatable); others get 421.", valueName: "name"))
+    var publicHosts: [String] = []
+
+    @Option(
+        name: .customLong("cors-origin"),
+        help: .setting("cors-origin", "An origin whose pages may call the API from the browser, e.g. https://app.example (repeatable).", valueName: "origin"))
+    var corsOrigins: [String] = []
 
     @Option(help: .setting("port", "Port to listen on; 0 picks a free one (the URL is printed at start).", valueName: "number"))
     var port: Int?
@@ -43,6 +53,9 @@ struct RefreshServerCommand: AsyncParsableCommand {
 
     @Option(help: .setting("publish-token", "Token required as 'Authorization: Bearer TOKEN' by POST /api/items.", valueName: "token"))
     var publishToken: String?
+
+    @Flag(help: .setting("disable-publishing", "Refuse every POST /api/items: a read-only server, which may listen beyond loopback without --publish-token."))
+    var disablePublishing: Bool = false
 
     @Option(help: .setting("max-body-bytes", "Largest request body in bytes (413 beyond).", valueName: "bytes"))
     var maxBodyBytes: Int?
@@ -141,6 +154,9 @@ struct RefreshServerCommand: AsyncParsableCommand {
         var flags: [String: SettingValue] = [:]
         flags["config"] = config.map(SettingValue.string)
         flags["host"] = host.map(SettingValue.string)
+        flags["public-host"] = publicHosts.isEmpty ? nil : .strings(publicHosts)
+        flags["cors-origin"] = corsOrigins.isEmpty ? nil : .strings(corsOrigins)
+        flags["disable-publishing"] = disablePublishing ? .bool(true) : nil
         flags["port"] = port.map(SettingValue.int)
         flags["public"] = publicDirectory.map(SettingValue.string)
         flags["log-level"] = logLevel.map { .string($0.rawValue) }
@@ -210,7 +226,7 @@ struct RefreshServerCommand: AsyncParsableCommand {
 
         LoggingSystem.bootstrap { label in
             switch format {
-            case .text: StreamLogHandler.standardError(label: label)
+            case .text: LineSafeLogHandler(StreamLogHandler.standardError(label: label))
             case .json: JSONLogHandler(label: label)
             }
         }

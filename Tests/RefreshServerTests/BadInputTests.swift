@@ -14,6 +14,8 @@ import Testing
         (#"{"seq":1,"y":0,"phase":"fling"}"#, 400, "invalid_value"),
         (#"{"seq":1,"y":"-90"}"#, 400, "invalid_type"),
         (#"{"samples":{"seq":1}}"#, 400, "invalid_type"),
+        (#"{"seq":1,"y":0,"y":-90}"#, 400, "malformed_json"),
+        (#"{"samples":[{"seq":1,"y":-90,"seq":9}]}"#, 400, "malformed_json"),
         (#"{"seq":1,"y":NaN}"#, 422, "out_of_range"),
         (#"{"seq":1,"y":Infinity}"#, 422, "out_of_range"),
         (#"{"seq":1,"y":-Infinity}"#, 422, "out_of_range"),

@@ -18,12 +18,21 @@ import Testing
         switch setting.kind {
         case .int: (.int(7), "7", "7")
         case .double: (.double(7.5), "7.5", "7.5")
+        // Beyond loopback a server needs a publish token: a loopback address no default equals.
+        case .string where setting.key == "host": (.string("127.0.0.7"), "127.0.0.7", "127.0.0.7")
         case .string: (.string("x-7"), "x-7", setting.isSecret && setting.key != "database" ? "set" : "x-7")
         case .bool: (.bool(true), "true", "on")
         case .strings:
-            setting.key == "feed"
-                ? (.strings(["https://a.example/f", "https://b.example/f"]), "https://a.example/f,https://b.example/f", "https://a.example/f, https://b.example/f")
-                : (.strings(["10.0.0.7", "10.1.0.0/16"]), "10.0.0.7,10.1.0.0/16", "10.0.0.7, 10.1.0.0/16")
+            switch setting.key {
+            case "feed":
+                (.strings(["https://a.example/f", "https://b.example/f"]), "https://a.example/f,https://b.example/f", "https://a.example/f, https://b.example/f")
+            case "cors-origin":
+                (.strings(["https://a.example", "http://localhost:3000"]), "https://a.example,http://localhost:3000", "https://a.example, http://localhost:3000")
+            case "public-host":
+                (.strings(["a.example", "10.0.0.7"]), "a.example,10.0.0.7", "a.example, 10.0.0.7")
+            default:
+                (.strings(["10.0.0.7", "10.1.0.0/16"]), "10.0.0.7,10.1.0.0/16", "10.0.0.7, 10.1.0.0/16")
+            }
         }
     }
 

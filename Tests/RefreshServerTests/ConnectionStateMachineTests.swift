@@ -12,7 +12,7 @@ import Testing
         Machine(limits: .init(maxBodyBytes: 64, maxHeadBytes: 1024))
     }
 
-    static func head(_ uri: String, method: HTTPMethod = .GET, headers: HTTPHeaders = ["Host": "x"]) -> HTTPRequestHead {
+    static func head(_ uri: String, method: HTTPMethod = .GET, headers: HTTPHeaders = ["Host": "localhost"]) -> HTTPRequestHead {
         HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers)
     }
 
@@ -40,7 +40,7 @@ import Testing
 
     @Test func bytesThatCompleteARequestDoNotStartTheRequestDeadline() {
         var machine = Self.machine()
-        _ = machine.headReceived(Self.head("/api/sessions/s/samples", method: .POST, headers: ["Host": "x", "Content-Length": "2"]))
+        _ = machine.headReceived(Self.head("/api/sessions/s/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"]))
         _ = machine.bodyReceived(ByteBuffer(string: "{}"))
         guard case .answer = machine.endReceived() else { Issue.record("not answered inline"); return }
         _ = machine.readCompleted()
@@ -54,7 +54,7 @@ import Testing
         var machine = Self.machine()
         _ = machine.headReceived(Self.head("/one"))
         guard case .route = machine.endReceived() else { Issue.record("not routed"); return }
-        _ = machine.headReceived(Self.head("/api/sessions/s/samples", method: .POST, headers: ["Host": "x", "Content-Length": "2"]))
+        _ = machine.headReceived(Self.head("/api/sessions/s/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"]))
         _ = machine.bodyReceived(ByteBuffer(string: "{}"))
         _ = machine.endReceived()
         _ = machine.headReceived(Self.head("/three"))
@@ -102,9 +102,28 @@ import Testing
         guard case .endStream(let stream, then: .close) = machine.streamOpened(3) else { Issue.record("the stream outlived the server"); return }
         #expect(stream == 3)
         // Its end is written before the output closes; a client that never reads it is dropped.
-        #expect(machine.deadline?.kind == .send)
+        #expect(machine.deadline?.kind == .shutdown)
         _ = machine.outputClosed()
         #expect(machine.deadline?.kind == .linger)
+    }
+
+    @Test func aStalledReaderHoldsAStoppingServerUpOnlyForTheShutdownDeadline() {
+        // The client stopped reading: the socket is full and the stream waits.
+        var machine = Self.streaming()
+        _ = machine.streamWoken(sessionEnded: false, writable: false)
+        #expect(machine.deadline?.kind == .send)
+        guard case .endStream(_, then: .close) = machine.quiesce() else { Issue.record("the stream did not end"); return }
+        // Its last chunk cannot go either: the send deadline (minutes) would keep the process alive.
+        let deadline = machine.deadline
+        #expect(deadline?.kind == .shutdown)
+        guard case .closeNow = machine.deadlinePassed(deadline!) else { Issue.record("not dropped"); return }
+
+        // A server that goes on serving still gives a slow client its send deadline.
+        var serving = Self.machine()
+        _ = serving.headReceived(Self.head("/bye", headers: ["Host": "localhost", "Connection": "close"]))
+        _ = serving.endReceived()
+        _ = serving.routedResponseEnded(completely: true)
+        #expect(serving.deadline?.kind == .send)
     }
 
     @Test func garbageOnAStreamEndsItCleanlyWithoutASecondAnswer() {
@@ -115,7 +134,7 @@ import Testing
 
     @Test func theClientsCloseEndsTheLingerAndTheLingerDeadlineEndsItToo() {
         var machine = Self.machine()
-        _ = machine.headReceived(Self.head("/bye", headers: ["Host": "x", "Connection": "close"]))
+        _ = machine.headReceived(Self.head("/bye", headers: ["Host": "localhost", "Connection": "close"]))
         _ = machine.endReceived()
         guard case .closeOutput = machine.routedResponseEnded(completely: true) else { Issue.record("kept alive"); return }
         _ = machine.outputClosed()
@@ -134,7 +153,7 @@ import Testing
 
     @Test func aRefusedBodyIsDroppedAndTheConnectionServesOn() {
         var machine = Self.machine()
-        _ = machine.headReceived(Self.head("/api/items", method: .POST, headers: ["Host": "x", "Transfer-Encoding": "chunked"]))
+        _ = machine.headReceived(Self.head("/api/items", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Transfer-Encoding": "chunked"]))
         guard case .refuse(let error, _, .keepAlive) = machine.bodyReceived(ByteBuffer(repeating: 1, count: 65)) else {
             Issue.record("a body over the limit was kept"); return
         }
@@ -150,7 +169,7 @@ import Testing
         var machine = Self.machine()
         _ = machine.readCompleted()  // bytes of a head, no head yet
         guard case .none = machine.quiesce() else { Issue.record("closed under a head that was arriving"); return }
-        _ = machine.headReceived(Self.head("/api/sessions/s/samples", method: .POST, headers: ["Host": "x", "Content-Length": "2"]))
+        _ = machine.headReceived(Self.head("/api/sessions/s/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"]))
         _ = machine.bodyReceived(ByteBuffer(string: "{}"))
         guard case .answer(_, then: .close) = machine.endReceived() else { Issue.record("not answered with a close"); return }
     }

@@ -125,11 +125,11 @@ import Testing
     }
 
     static func get(_ path: String, _ extra: String = "") -> String {
-        "GET \(path) HTTP/1.1\r\nHost: x\r\n\(extra)\r\n"
+        "GET \(path) HTTP/1.1\r\nHost: localhost\r\n\(extra)\r\n"
     }
 
     static func post(_ path: String, _ body: String, _ extra: String = "") -> String {
-        "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.utf8.count)\r\n\(extra)\r\n\(body)"
+        "POST \(path) HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\(extra)\r\n\(body)"
     }
 
     static func statuses(_ text: String) -> [Int] {
@@ -226,7 +226,7 @@ import Testing
         let connection = try await Connection()
         let session = try connection.session()
         let big = String(repeating: "x", count: 300)
-        let chunked = "POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        let chunked = "POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
             + String(big.utf8.count, radix: 16) + "\r\n" + big + "\r\n0\r\n\r\n"
         try await connection.send(chunked + Self.get("/next"))
         let replies = try await connection.answers(2)
@@ -238,7 +238,7 @@ import Testing
 
     @Test func aContentLengthOverTheLimitIsRefusedBeforeTheBody() async throws {
         let connection = try await Connection()
-        try await connection.send("POST /api/items HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+        try await connection.send("POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
         let reply = try await connection.written()
         #expect(Self.statuses(reply) == [413])
     }
@@ -248,14 +248,14 @@ import Testing
     @Test(arguments: [
         ("GET / HTTP/1.1\r\n\r\n", 400, "bad_host", true),
         ("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "bad_host", true),
-        ("POST /api/items HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, "unsupported_transfer_encoding", false),
+        ("POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, "unsupported_transfer_encoding", false),
         ("POST /api/items HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 501, "unsupported_transfer_encoding", false),
-        ("POST /api/items HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "malformed_request", false),
-        ("GET / HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n", 417, "unsupported_expectation", true),
-        ("PUT /api/items HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 405, "method_not_allowed", true),
-        ("GET /api/sessions/abc/samples HTTP/1.1\r\nHost: x\r\n\r\n", 405, "method_not_allowed", true),
-        ("GET /\(String(repeating: "a", count: 1100)) HTTP/1.1\r\nHost: x\r\n\r\n", 431, "head_too_large", false),
-        ("GET / HTTP/1.1\r\nHost: x\r\nX-Pad: \(String(repeating: "p", count: 1100))\r\n\r\n", 431, "head_too_large", false),
+        ("POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "malformed_request", false),
+        ("GET / HTTP/1.1\r\nHost: localhost\r\nExpect: teapot\r\n\r\n", 417, "unsupported_expectation", true),
+        ("PUT /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n", 405, "method_not_allowed", true),
+        ("GET /api/sessions/abc/samples HTTP/1.1\r\nHost: localhost\r\n\r\n", 405, "method_not_allowed", true),
+        ("GET /\(String(repeating: "a", count: 1100)) HTTP/1.1\r\nHost: localhost\r\n\r\n", 431, "head_too_large", false),
+        ("GET / HTTP/1.1\r\nHost: localhost\r\nX-Pad: \(String(repeating: "p", count: 1100))\r\n\r\n", 431, "head_too_large", false),
     ])
     func aNonConformingRequestIsRefusedWithAJSONError(request: String, status: Int, code: String, staysOpen: Bool) async throws {
         let connection = try await Connection()
@@ -276,7 +276,7 @@ import Testing
 
     @Test func aMethodNotAllowedNamesTheMethodsThePathHas() async throws {
         let connection = try await Connection()
-        try await connection.send("DELETE /api/items HTTP/1.1\r\nHost: x\r\n\r\n")
+        try await connection.send("DELETE /api/items HTTP/1.1\r\nHost: localhost\r\n\r\n")
         let reply = try await connection.answers(1)
         #expect(reply.contains("Allow: GET, HEAD, POST\r\n"))
     }
@@ -286,7 +286,7 @@ import Testing
         let session = try connection.session()
         let body = #"{"seq":1,"y":-10}"#
         try await connection.send(
-            "POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.utf8.count)\r\nExpect: 100-continue\r\n\r\n")
+            "POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nExpect: 100-continue\r\n\r\n")
         #expect(try await connection.written() == "HTTP/1.1 100 Continue\r\n\r\n")
         try await connection.send(body)
         #expect(Self.statuses(try await connection.written()) == [200])
@@ -294,7 +294,7 @@ import Testing
 
     @Test func expect100ContinueWithABodyOverTheLimitIsRefusedWithoutAContinue() async throws {
         let connection = try await Connection()
-        try await connection.send("POST /api/items HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n")
+        try await connection.send("POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n")
         let reply = try await connection.written()
         #expect(Self.statuses(reply) == [413])
         #expect(!reply.contains("100 Continue"))
@@ -303,7 +303,7 @@ import Testing
 
     @Test func aHeadRequestGetsTheHeadOnlyWithTheLengthTheBodyWouldHave() async throws {
         let connection = try await Connection()
-        try await connection.send("HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + Self.get("/after"))
+        try await connection.send("HEAD /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n" + Self.get("/after"))
         let replies = try await connection.answers(2)
         let first = try #require(replies.components(separatedBy: "HTTP/1.1 ").dropFirst().first)
         #expect(first.contains("Content-Length: 8\r\n"))
@@ -313,7 +313,7 @@ import Testing
 
     @Test func aRefusedHeadRequestGetsNoBodyEither() async throws {
         let connection = try await Connection()
-        try await connection.send("HEAD /api/sessions/abc/events HTTP/1.1\r\nHost: x\r\n\r\n")
+        try await connection.send("HEAD /api/sessions/abc/events HTTP/1.1\r\nHost: localhost\r\n\r\n")
         let reply = try await connection.answers(1)
         #expect(Self.statuses(reply) == [405])
         #expect(reply.contains("Allow: GET\r\n"))
@@ -396,7 +396,7 @@ import Testing
         let connection = try await Connection()
         let session = try connection.session()
         let body = #"{"seq":1,"y":-10}"#
-        try await connection.send("POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+        try await connection.send("POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
         try await connection.fire(ChannelShouldQuiesceEvent())
         try await connection.send(body)
         let reply = try await connection.written()
@@ -430,7 +430,7 @@ import Testing
 
     @Test func aHeadTrickledAByteAtATimeIsClosedAtTheDeadlineOfItsFirstByte() async throws {
         let connection = try await Connection()
-        let head = "GET /slow HTTP/1.1\r\nHost: x\r\nX-Long: " + String(repeating: "a", count: 40)
+        let head = "GET /slow HTTP/1.1\r\nHost: localhost\r\nX-Long: " + String(repeating: "a", count: 40)
         for byte in head.prefix(39) {
             try await connection.send(String(byte))
             await connection.channel.testingEventLoop.advanceTime(by: .milliseconds(250))
@@ -445,7 +445,7 @@ import Testing
         let connection = try await Connection()
         try await connection.send("POST /api/items HTTP/1.1\r\nHo")
         await connection.channel.testingEventLoop.advanceTime(by: .seconds(6))
-        try await connection.send("st: x\r\nContent-Length: 10\r\n\r\n{")
+        try await connection.send("st: localhost\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{")
         await connection.channel.testingEventLoop.advanceTime(by: .seconds(5))
         #expect(Self.statuses(try await connection.written()) == [408])
         #expect(!connection.isOpen)
@@ -453,7 +453,7 @@ import Testing
 
     @Test func aBodyThatStallsIsAnswered408() async throws {
         let connection = try await Connection()
-        try await connection.send("POST /api/items HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{")
+        try await connection.send("POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{")
         await connection.channel.testingEventLoop.advanceTime(by: .seconds(11))
         #expect(Self.statuses(try await connection.written()) == [408])
         #expect(!connection.isOpen)
@@ -493,7 +493,7 @@ import Testing
     @Test func aStreamAskedWithConnectionCloseClosesWhenItsSessionEnds() async throws {
         let connection = try await Connection()
         let session = try connection.session()
-        try await connection.send("GET /api/sessions/\(session.id)/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        try await connection.send("GET /api/sessions/\(session.id)/events HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         _ = try await connection.written()
         #expect(connection.routes.sessions.end(session.id))
         #expect(await connection.isClosedOnceSettled())
@@ -531,7 +531,7 @@ import Testing
     @Test func aStreamAskedWithConnectionCloseStaysOpen() async throws {
         let connection = try await Connection()
         let session = try connection.session()
-        try await connection.send("GET /api/sessions/\(session.id)/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        try await connection.send("GET /api/sessions/\(session.id)/events HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         #expect(try await connection.written().contains("event: state"))
         _ = try session.applySamples([Sample(seq: 1, t: 0, y: -20, phase: .drag)], now: .now)
         await connection.channel.testingEventLoop.run()

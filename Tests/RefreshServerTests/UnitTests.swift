@@ -147,7 +147,7 @@ private final class SilentListener: EventListener {
     }()
 
     func head(_ method: HTTPMethod, _ path: String) -> HTTPRequestHead {
-        HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: ["Host": "x"])
+        HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: ["Host": "localhost"])
     }
 
     @Test func onlySamplesPostsAndEventStreamsAreHot() {

@@ -67,11 +67,12 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def make_driver(width, height, reduced_motion=False, insecure=False):
+def make_driver(width, height, reduced_motion=False, insecure=False, arguments=()):
+    """A headless Chromium of that size; `arguments` are more command-line switches."""
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     f"--window-size={width},{height}", "--force-device-scale-factor=1"):
+                     f"--window-size={width},{height}", "--force-device-scale-factor=1", *arguments):
         options.add_argument(argument)
     if reduced_motion:
         options.add_argument("--force-prefers-reduced-motion")

@@ -53,7 +53,7 @@ teardown() {
 }
 trap 'teardown; exit $?' EXIT
 
-if ! bash scripts/cluster up 3 --base-port "$base" --front-port "$front"; then
+if ! bash scripts/cluster up 3 --base-port "$base" --front-port "$front" --public-host cluster.test; then
     fail "scripts/cluster up 3"
     exit 1
 fi
@@ -80,6 +80,17 @@ fi
 
 protocol=$(curl -skI --http2 "https://127.0.0.1:$front/" | head -n1 | tr -d '\r' | sed 's/ *$//')
 if [ "$protocol" = "HTTP/2 200" ]; then pass "the front answers the page over HTTP/2: $protocol"; else fail "the front's page: '$protocol', expected HTTP/2 200"; fi
+
+# The front forwards the Host it was asked for: its own names reach the instances, a name
+# nobody gave them (a rebound DNS name) is refused there.
+misdirected=$(curl -sk -o /dev/null -w '%{http_code}' -H 'Host: attacker.example' "https://127.0.0.1:$front/healthz")
+named=$(curl -sk -o /dev/null -w '%{http_code}' "https://localhost:$front/healthz")
+public=$(curl -sk -o /dev/null -w '%{http_code}' --resolve "cluster.test:$front:127.0.0.1" "https://cluster.test:$front/healthz")
+if [ "$misdirected $named $public" = "421 200 200" ]; then
+    pass "through the front, localhost and the --public-host name are answered, attacker.example is 421"
+else
+    fail "through the front: attacker.example $misdirected (expected 421), localhost $named, cluster.test $public (expected 200)"
+fi
 
 if timeout 170 python3 Tests/cluster/check.py --dir "$PTR_CLUSTER_DIR"; then
     passed=$((passed + 1))

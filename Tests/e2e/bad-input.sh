@@ -27,7 +27,7 @@ many=$(python3 -c 'import json; print(json.dumps({"samples":[{"seq":i,"y":0} for
 refuse "too many samples" 429 too_many_samples "$many"
 big=$(python3 -c 'print("{\"seq\":2,\"y\":0,\"pad\":\"" + "x"*5000 + "\"}")')
 refuse "a body over the limit" 413 body_too_large "$big"
-retry=$(curl -s -D - -o /dev/null -X POST "$BASE/api/sessions/$session/samples" --data-binary "$many" | grep -i '^retry-after' | tr -d '\r')
+retry=$(curl -s -D - -o /dev/null -X POST "$BASE/api/sessions/$session/samples" -H "Content-Type: application/json" --data-binary "$many" | grep -i '^retry-after' | tr -d '\r')
 expect_match "429 says when to retry" "$retry" '^[Rr]etry-[Aa]fter: [0-9]+$'
 expect "unknown session → 404" "$(status POST /api/sessions/0000/samples '{"seq":1,"y":0}') $(json 'd["error"]' <"$WORK/body")" "404 session_not_found"
 expect "the state is unchanged" "$(curl -s "$BASE/api/sessions/$session" | json 'd["state"]')" "$before"
@@ -47,7 +47,7 @@ for i in $(seq 1 20); do
     first=$((1000 + i * 8))
     body=$(python3 -c "import json,sys; print(json.dumps({'samples':[{'seq':i,'y':-1} for i in range(int(sys.argv[1]), int(sys.argv[1])+8)]}))" "$first")
     [ "$i" -gt 1 ] && rate_args+=(--next)
-    rate_args+=(-s -o "$WORK/rate.$i" -w '%{http_code}\n' -X POST "$BASE/api/sessions/$session/samples" --data-binary "$body")
+    rate_args+=(-s -o "$WORK/rate.$i" -w '%{http_code}\n' -X POST "$BASE/api/sessions/$session/samples" -H "Content-Type: application/json" --data-binary "$body")
 done
 codes=$(curl "${rate_args[@]}")
 first_429=$(echo "$codes" | grep -n "^429$" | head -1 | cut -d: -f1 || true)

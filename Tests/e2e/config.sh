@@ -14,6 +14,7 @@ unset DATABASE_URL
 serve() {
     local variables=()
     while [ $# -gt 0 ] && [[ $1 == [A-Z]*=* ]]; do variables+=("$1"); shift; done
+    : >"$WORK/server.log"  # so the address read below is never an earlier server's
     env "${variables[@]}" "$BIN" "$@" >"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 100); do

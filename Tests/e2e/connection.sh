@@ -11,20 +11,20 @@ port=${BASE##*:}
 # close or a second of silence.
 raw() { exchange 1 "$(printf '%s' "$@")"; }
 
-get="GET /api/sessions/$session HTTP/1.1\r\nHost: x\r\n\r\n"
+get="GET /api/sessions/$session HTTP/1.1\r\nHost: localhost\r\n\r\n"
 body='{"seq":1,"y":-30}'
-post="POST /api/sessions/$session/samples HTTP/1.1\r\nHost: x\r\nContent-Length: ${#body}\r\n\r\n$body"
-health="GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+post="POST /api/sessions/$session/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${#body}\r\n\r\n$body"
+health="GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
 replies=$(raw "$get" "$post" "$health" "$post")
 expect "four pipelined requests, four answers" "$(grep -o 'HTTP/1.1 200' <<<"$replies" | wc -l)" 4
 order=$(grep -o '"openStreams"\|{"state":{\|"status":"ok"' <<<"$replies" | tr '\n' ' ')
 expect "in the order asked, router and hot routes mixed" "$order" '"openStreams" {"state":{ "status":"ok" {"state":{ '
 expect "the repeated seq was ignored, not applied twice" "$(curl -s "$BASE/api/sessions/$session" | json 'd["ignoredSamples"]')" 1
 
-closing=$(raw "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+closing=$(raw "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
 expect_match "Connection: close is answered" "$closing" '[Cc]onnection: close'
 
-chunked="POST /api/sessions/$session/samples HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+chunked="POST /api/sessions/$session/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
 big=$(python3 -c 'print("{\"seq\":2,\"y\":0,\"pad\":\"" + "x"*5000 + "\"}", end="")')
 chunked+=$(printf '%x' "${#big}")"\r\n$big\r\n0\r\n\r\n$health"
 replies=$(raw "$chunked")
@@ -37,17 +37,17 @@ expect_match "the date is given" "$(curl -s -D - -o /dev/null "$BASE/healthz")" 
 # halfclose BYTES: sends them, closes the sending side, prints what came back before EOF
 # (or "(still open)" after two seconds).
 halfclose() { exchange 2 "$1" half-close; }
-answer=$(halfclose "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+answer=$(halfclose "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
 expect_match "a request then a half-close is answered" "$answer" '"status":"ok"'
 expect "and then the connection closes" "$(grep -c 'still open' <<<"$answer")" 0
-half=$(halfclose "POST /api/sessions/$session/samples HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+half=$(halfclose "POST /api/sessions/$session/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
 expect "half a request then a half-close: a 400 and closed" "$(head -n1 <<<"$half" | tr -d '\r') $(grep -c 'still open' <<<"$half")" "HTTP/1.1 400 Bad Request 0"
 
 # An idle keep-alive connection does not hold the server up on SIGTERM.
 python3 -c "
 import socket, time
 s = socket.create_connection(('127.0.0.1', $port))
-s.sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+s.sendall(b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
 time.sleep(30)
 " &
 sleep 0.5

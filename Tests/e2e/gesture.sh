@@ -6,7 +6,7 @@ start_server
 
 session=$(new_session '{"preset":"default"}')
 listen "$session" "$WORK/events"
-curl -s -X POST "$BASE/api/items" --data-binary '{"title":"Published before the pull"}' >/dev/null
+curl -s -X POST "$BASE/api/items" -H 'Content-Type: application/json' --data-binary '{"title":"Published before the pull"}' >/dev/null
 
 expect "40 px pulls" "$(sample "$session" 1 -40 | json 'd["state"]["phase"]')" pulling
 expect "90 px arms" "$(sample "$session" 2 -90 | json 'd["state"]["label"]')" "Release to refresh"

@@ -15,7 +15,8 @@ cleanup() {
     jobs -p | xargs -r kill 2>/dev/null || true
     # Every event stream read, for run.sh to validate against the document's schemas.
     if [ -n "${E2E_EVENTS:-}" ]; then
-        grep -lsa '^event: ' "$WORK"/* | while read -r file; do
+        # (A script that read no stream has none: grep's "no match" is not a failure.)
+        { grep -lsa '^event: ' "$WORK"/* || true; } | while read -r file; do
             cp "$file" "$E2E_EVENTS/$NAME-$(basename "$file")"
         done
     fi
@@ -25,6 +26,9 @@ trap cleanup EXIT
 
 # start_server [flags…]: runs refresh-server on port 0 and sets BASE to its URL.
 start_server() {
+    # Emptied here, not by the background redirection: the address read below is then never
+    # an earlier server's.
+    : >"$WORK/server.log"
     "$BIN" --port 0 --public "$ROOT/Public" --min-refresh-ms 0 --database "${DATABASE:-:memory:}" "$@" >"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 100); do
@@ -53,18 +57,22 @@ expect_match() {
 # json EXPRESSION: evaluates a Python expression over the JSON on stdin, bound to `d`.
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
+# The API takes JSON bodies only, declared so: curl's --data-binary alone says
+# application/x-www-form-urlencoded, which is refused (415).
+JSON_TYPE=(-H 'Content-Type: application/json')
+
 # status METHOD PATH [BODY]: the HTTP status; the body goes to $WORK/body.
 status() {
     local args=(-s -o "$WORK/body" -w '%{http_code}' -X "$1" "$BASE$2")
-    [ $# -ge 3 ] && args+=(--data-binary "$3")
+    [ $# -ge 3 ] && args+=("${JSON_TYPE[@]}" --data-binary "$3")
     curl "${args[@]}"
 }
 
-new_session() { curl -s -X POST "$BASE/api/sessions" --data-binary "${1:-{\}}" | json 'd["id"]'; }
+new_session() { curl -s -X POST "$BASE/api/sessions" "${JSON_TYPE[@]}" --data-binary "${1:-{\}}" | json 'd["id"]'; }
 
 # sample SESSION SEQ Y [PHASE] [EXTRA JSON FIELDS]: posts one sample, prints the state.
 sample() {
-    curl -s -X POST "$BASE/api/sessions/$1/samples" \
+    curl -s -X POST "$BASE/api/sessions/$1/samples" "${JSON_TYPE[@]}" \
         --data-binary "{\"seq\":$2,\"y\":$3,\"phase\":\"${4:-drag}\"${5:+,$5}}"
 }
 

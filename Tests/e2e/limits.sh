@@ -53,15 +53,15 @@ start_server --request-head-timeout 2 --max-head-bytes 1024
 port=${BASE##*:}
 
 small=$(printf '%*s' 800 '' | tr ' ' a)
-answer=$(exchange 3 "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: $small\r\n\r\n")
+answer=$(exchange 3 "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Pad: $small\r\n\r\n")
 expect_match "a head under --max-head-bytes is answered" "$answer" '^HTTP/1.1 200'
 large=$(printf '%*s' 2000 '' | tr ' ' a)
-answer=$(exchange 3 "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: $large\r\n\r\n")
+answer=$(exchange 3 "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Pad: $large\r\n\r\n")
 expect_match "a head over --max-head-bytes 1024 → 431" "$answer" '^HTTP/1.1 431'
 expect_match "with a JSON error" "$answer" '"error" *:'
 expect "and the connection is closed" "$(grep -c 'still open' <<<"$answer" || true)" 0
 
-answer=$(exchange 5 "POST /api/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+answer=$(exchange 5 "POST /api/sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
 expect_match "a body that never arrives → 408 at the deadline" "$answer" '^HTTP/1.1 408'
 expect "and the connection is closed" "$(grep -c 'still open' <<<"$answer" || true)" 0
 
@@ -70,7 +70,7 @@ expect "and the connection is closed" "$(grep -c 'still open' <<<"$answer" || tr
 python3 - "$port" "$WORK/probe.stop" >"$WORK/probe" <<'PY' &
 import os, socket, sys, time
 port, stop = int(sys.argv[1]), sys.argv[2]
-request = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+request = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
 probes, failures, slowest = 0, 0, 0.0
 ends = time.monotonic() + 30
 while time.monotonic() < ends and not os.path.exists(stop):
@@ -258,7 +258,7 @@ create_from() {
     local address=$1
     shift
     curl -s --interface "$address" -D "$WORK/head" -o "$WORK/body" -w '%{http_code}' \
-        -X POST "$BASE/api/sessions" --data-binary '{}' "$@"
+        -X POST "$BASE/api/sessions" -H 'Content-Type: application/json' --data-binary '{}' "$@"
 }
 created() { json 'd["id"]' <"$WORK/body"; }
 
@@ -347,7 +347,7 @@ stream=$!
 python3 - "$port" >"$WORK/idle" <<'PY'
 import socket, sys, threading, time
 port = int(sys.argv[1])
-request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+request = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
 
 def response(s):
     """One response, or what came before the server closed the connection."""

@@ -14,12 +14,12 @@ port, session = int(sys.argv[1]), sys.argv[2]
 stream = socket.socket()
 stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
 stream.connect(("127.0.0.1", port))
-stream.sendall(f"GET /api/sessions/{session}/events HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+stream.sendall(f"GET /api/sessions/{session}/events HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
 time.sleep(0.3)  # the stream is open; from here on nobody reads it
 
 api = http.client.HTTPConnection("127.0.0.1", port)
 def post(path, body):
-    api.request("POST", path, body=json.dumps(body))
+    api.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
     response = api.getresponse()
     return response.status, response.read()
 

@@ -14,14 +14,14 @@ streams = []
 for address in addresses:
     for _ in range(4):
         c = http.client.HTTPConnection("127.0.0.1", port, source_address=(address, 0), timeout=5)
-        c.request("POST", "/api/sessions", body="{}")
+        c.request("POST", "/api/sessions", body="{}", headers={"Content-Type": "application/json"})
         session = json.loads(c.getresponse().read())["id"]
         s = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(address, 0))
-        s.sendall(f"GET /api/sessions/{session}/events HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        s.sendall(f"GET /api/sessions/{session}/events HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
         s.recv(4096)
         streams.append(s)
         for seq in range(1, 201):
-            c.request("POST", f"/api/sessions/{session}/samples", body=json.dumps({"seq": seq, "y": -(seq % 90)}))
+            c.request("POST", f"/api/sessions/{session}/samples", body=json.dumps({"seq": seq, "y": -(seq % 90)}), headers={"Content-Type": "application/json"})
             c.getresponse().read()
         c.close()
 for s in streams:

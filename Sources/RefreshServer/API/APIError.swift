@@ -29,9 +29,11 @@ public struct APIError: Error, Sendable, Equatable {
     func logRefusal(method: some CustomStringConvertible, path: String, requestID: String?, logger: Logger) {
         var metadata: Logger.Metadata = ["request": .string(RequestID.valid(requestID) ?? RequestID.make())]
         if path.hasPrefix("/api/sessions/"), let id = path.dropFirst(14).split(separator: "/").first {
-            metadata["session"] = .string(String(id))
+            metadata["session"] = .string(String(id).escapedForLog)
         }
-        logger.notice("refused \(method) \(path): \(status.code) \(code): \(message)", metadata: metadata)
+        // The path and the message may hold what the client sent (a decoded `%0A`, an id from
+        // the query): escaped, they stay on this one line.
+        logger.notice("refused \(method) \(path.escapedForLog): \(status.code) \(code): \(message.escapedForLog)", metadata: metadata)
     }
 
     static func malformedJSON(_ reason: String) -> Self {
@@ -95,6 +97,20 @@ public struct APIError: Error, Sendable, Equatable {
 
     static func badHost(count: Int) -> Self {
         Self(.badRequest, "bad_host", count == 0 ? "An HTTP/1.1 request needs a Host header." : "A request has one Host header, not \(count).")
+    }
+
+    static let unknownHost = Self(
+        .misdirectedRequest, "unknown_host",
+        "This server does not answer to that Host name; an operator adds names with --public-host.")
+
+    static let crossOrigin = Self(
+        .forbidden, "cross_origin",
+        "A page of another origin may not change this server's state; an operator allows origins with --cors-origin.")
+
+    static func unsupportedMediaType(_ given: String?) -> Self {
+        Self(
+            .unsupportedMediaType, "unsupported_media_type",
+            "The body must be sent as Content-Type: application/json" + (given == nil ? "; none was given." : "."))
     }
 
     static let conflictingFraming = Self(

@@ -23,7 +23,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            context.logger.error("\(request.method) \(request.uri.path) failed: \(error)")
+            context.logger.error("\(request.method) \(request.uri.path.escapedForLog) failed: \(String(describing: error).escapedForLog)")
             return JSONResponse.error(APIError(.internalServerError, "internal_error", "The server failed; the error is logged."), request: request)
         }
     }

@@ -51,6 +51,13 @@ extension ServerConfiguration {
         .int("port", \.port, 0...65535),
         .string("public", \.publicDirectory),
         .optionalString("publish-token", \.publishToken, isSecret: true, absent: "none") { $0.isEmpty ? "must not be empty" : nil },
+        .publishingDisabled,
+        .list("public-host", \.publicHosts) { name in
+            RequestPolicy.isHostName(name) ? nil : "\(name) is not a host name or an IP address (no scheme, port or path)"
+        },
+        .list("cors-origin", \.corsOrigins) { origin in
+            RequestPolicy.isOrigin(origin) ? nil : "\(origin) is not an origin such as https://app.example or http://localhost:3000 (no path)"
+        },
         .optionalInt("event-loops", \.eventLoops, 1...256, absent: "one per CPU core"),
         .bool("steer-by-client", \.steerByClient),
         .int("max-body-bytes", \.maxBodyBytes, 1...Int.max),
@@ -237,6 +244,20 @@ extension ServerConfiguration.Setting {
             check: { _ in nil },
             describe: { $0[keyPath: field] ? "on" : "off" })
     }
+
+    /// `disable-publishing`, which also holds the rule it exists for: beyond loopback, a server
+    /// takes publishes with a token or none at all. The error names `--host`, the setting
+    /// that makes the token necessary.
+    static let publishingDisabled = Self(
+        key: "disable-publishing", kind: .bool, isSecret: false,
+        assign: { if case .bool(let value) = $1 { $0.publishingDisabled = value } },
+        check: { configuration in
+            guard !configuration.listensOnLoopbackOnly, configuration.publishToken == nil, !configuration.publishingDisabled else { return nil }
+            return ConfigurationError(
+                setting: "host", value: configuration.host,
+                problem: "listening beyond loopback needs --publish-token (publishing is open to whoever reaches the server otherwise), or --disable-publishing for a server that takes no publishes")
+        },
+        describe: { $0.publishingDisabled ? "on" : "off" })
 
     static func optionalBool(_ key: String, _ field: Field<Bool?>, absent: String) -> Self {
         Self(

@@ -9,8 +9,21 @@ public struct ServerConfiguration: Sendable {
     /// The folder served at `/`.
     public var publicDirectory = "Public"
     /// Required as `Authorization: Bearer …` by `POST /api/items`. Without it, publishing is
-    /// open when listening on loopback only, and refused otherwise.
+    /// open to local programs when listening on loopback only; beyond loopback the server
+    /// does not start without it unless ``publishingDisabled`` says so.
     public var publishToken: String?
+    /// Refuse every publish (`403 publishing_disabled`): a read-only server. Beyond loopback,
+    /// a server without ``publishToken`` must say this, so that an open publishing endpoint
+    /// is never what an operator gets by leaving a setting out.
+    public var publishingDisabled = false
+    /// Names the server answers to besides `localhost` and its listening address: the names
+    /// a front or the users' browsers reach it by. A request for any other `Host` is
+    /// refused (`421`), so a page under a rebound DNS name cannot reach it.
+    public var publicHosts: [String] = []
+    /// Origins (`https://app.example`) whose pages may call the API from the browser:
+    /// preflights are answered and answers carry `Access-Control-Allow-Origin`. None by
+    /// default: only the server's own page, and programs that send no `Origin`.
+    public var corsOrigins: [String] = []
 
     /// Keep each client's connections on one event loop, chosen by its address: a sample and
     /// the stream it updates then never cross threads (about a third less CPU per sample).
@@ -57,6 +70,10 @@ public struct ServerConfiguration: Sendable {
     /// After its last answer a connection closes its output, then drops what the client
     /// still sends for at most this long, so the client reads the answer, not a reset.
     public var lingerTimeout: Duration = .milliseconds(500)
+    /// When the server stops, a connection's last bytes (a stream's final chunk, the answer
+    /// in progress) wait at most this long for a client that does not read; then the
+    /// connection is dropped. With the linger after it, the exit stays within 2 s.
+    public var shutdownDrainTimeout: Duration = .seconds(1)
     /// A session with no request and no open stream for this long ends.
     public var sessionIdleTimeout: Duration = .seconds(600)
     /// Events kept per session for replay after a reconnect (`reset` beyond).

@@ -33,7 +33,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     init(routes: HotRoutes) {
         self.routes = routes
         let configuration = routes.configuration
-        machine = Machine(limits: .init(maxBodyBytes: configuration.maxBodyBytes, maxHeadBytes: configuration.maxHeadBytes))
+        machine = Machine(limits: .init(maxBodyBytes: configuration.maxBodyBytes, maxHeadBytes: configuration.maxHeadBytes), policy: routes.policy)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -159,11 +159,21 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func answerSamples(_ request: Machine.Request, then: Machine.Then, context: ChannelHandlerContext) {
+        let cors = routes.policy.corsOrigin(of: request.head)
+        let connection = ResponseHead.Connection(closes: then == .close, request: request.head)
+        if case .preflight(let allow) = request.route, let cors {
+            routes.metrics.requestAnswered(route: RouteTable.pattern(request.head.uri, status: 204), status: 204)
+            context.writeAndFlush(
+                wrapOutboundOut(ResponseHead.preflightAnswer(origin: cors, allow: allow, connection: connection, allocator: context.channel.allocator)),
+                promise: nil)
+            if then == .close { closeOutput(context: context) }
+            return
+        }
         guard case .samples(let session) = request.route else { return }
         switch routes.samples(request.head, session: session, body: request.body) {
         case .state(let state):
-            let connection = ResponseHead.Connection(closes: then == .close, request: request.head)
-            context.writeAndFlush(wrapOutboundOut(ResponseHead.stateAnswer(state, connection: connection, allocator: context.channel.allocator)), promise: nil)
+            context.writeAndFlush(
+                wrapOutboundOut(ResponseHead.stateAnswer(state, connection: connection, cors: cors, allocator: context.channel.allocator)), promise: nil)
         case .refused(let payload):
             write(payload, to: request.head, closes: then == .close, context: context)
         }
@@ -173,8 +183,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Writes a complete answer; whether the connection then closes is the caller's to do.
     private func write(_ payload: JSONPayload, to request: HTTPRequestHead?, closes: Bool, context: ChannelHandlerContext) {
         let bytes = ResponseHead.answer(
-            payload, connection: .init(closes: closes, request: request), headOnly: request?.method == .HEAD,
-            allocator: context.channel.allocator)
+            payload, connection: .init(closes: closes, request: request), cors: request.flatMap(routes.policy.corsOrigin(of:)),
+            headOnly: request?.method == .HEAD, allocator: context.channel.allocator)
         context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
     }
 
@@ -228,6 +238,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             case .request: configuration.requestHeadTimeout
             case .send: configuration.sendTimeout
             case .linger: configuration.lingerTimeout
+            case .shutdown: configuration.shutdownDrainTimeout
             }
         return .nanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
@@ -253,7 +264,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if let head {
             buffer = context.channel.allocator.buffer(capacity: 256 + bytes.readableBytes)
             let connection = ResponseHead.Connection(closes: machine.closesAfterAnswer, request: request)
-            ResponseHead.write(status: head.status, fields: head.headerFields, connection: connection, into: &buffer)
+            ResponseHead.write(
+                status: head.status, fields: head.headerFields, connection: connection, cors: routes.policy.corsOrigin(of: request), into: &buffer)
             buffer.writeImmutableBuffer(bytes)
         }
         let written = context.writeAndFlush(wrapOutboundOut(buffer))

@@ -55,7 +55,8 @@ struct ConnectionStateMachine<Stream> {
         case read
         /// `100 Continue`: the client waits for it before sending the body.
         case sendContinue
-        /// Answer `samples` now, on this event loop; then, on `.close`, close the output.
+        /// Answer `samples` (or a CORS preflight) now, on this event loop; then, on `.close`,
+        /// close the output.
         case answer(Request, then: Then)
         /// Hand the request to the router; ``routedResponseEnded(completely:)`` follows.
         case route(Request)
@@ -87,6 +88,10 @@ struct ConnectionStateMachine<Stream> {
             case send
             /// The output is closed; the client has this long to close its side.
             case linger
+            /// The server is stopping and the last bytes (a stream's end, an answer) wait
+            /// for a client that does not read: they have this long, not the send deadline,
+            /// so one stalled reader cannot hold the exit up.
+            case shutdown
         }
 
         var kind: Kind
@@ -154,9 +159,12 @@ struct ConnectionStateMachine<Stream> {
     /// Bumped whenever a deadline starts afresh.
     private var epoch = 0
     let limits: Limits
+    /// Which hosts are answered and which requests may change state (``RequestPolicy``).
+    let policy: RequestPolicy
 
-    init(limits: Limits) {
+    init(limits: Limits, policy: RequestPolicy = RequestPolicy(ServerConfiguration())) {
         self.limits = limits
+        self.policy = policy
     }
 
     // MARK: - What the handler asks
@@ -167,6 +175,7 @@ struct ConnectionStateMachine<Stream> {
             switch state {
             case .idle(.waiting), .idle(.answeredInThisRead): .idle
             case .idle(.headStarted), .receiving, .discarding: .request
+            case .closing(.draining) where lifecycle == .quiescing: .shutdown
             case .answering, .streaming(_, _, waitsForWritability: true), .closing(.draining): .send
             case .closing(.lingering): .linger
             case .openingStream, .streaming, .closed: nil
@@ -499,7 +508,15 @@ struct ConnectionStateMachine<Stream> {
             // A head whose framing cannot be trusted closes the connection after the answer.
             return refuse(refusal.error, head: head, then: refusal.framingIntact ? then : .close)
         }
-        let route = RouteTable.route(head.method, uri: head.uri)
+        // A name this server is not configured for: a rebound DNS name, a misdirected request.
+        if let host = summary.host, !policy.allowsHost(host) {
+            return refuse(.unknownHost, head: head, then: then)
+        }
+        var route = RouteTable.route(head.method, uri: head.uri)
+        if case .preflight(let allow) = route, policy.corsOrigin(summary.origin) == nil {
+            // Not a preflight this server answers: an OPTIONS like any other method it lacks.
+            route = .methodNotAllowed(allow: allow)
+        }
         if case .methodNotAllowed(let allow) = route {
             return refuse(.methodNotAllowed(head.method.rawValue, allow: allow), head: head, then: then)
         }
@@ -508,6 +525,15 @@ struct ConnectionStateMachine<Stream> {
             // than waiting to see whether it sends it anyway.
             return refuse(.bodyTooLarge(limit: limits.maxBodyBytes), head: head, then: summary.expectsContinue ? .close : then)
         }
+        if RequestPolicy.changesState(head.method, uri: head.uri) {
+            guard policy.allowsOrigin(summary.origin, fetchSite: summary.fetchSite, host: summary.host) else {
+                return refuse(.crossOrigin, head: head, then: then)
+            }
+            let hasBody = (summary.contentLength ?? 0) > 0 || !summary.codings.isEmpty
+            if hasBody, !(summary.contentType.map(RequestPolicy.isJSON) ?? false) {
+                return refuse(.unsupportedMediaType(summary.contentType), head: head, then: then)
+            }
+        }
         state = .receiving(Request(head: head, route: route, body: nil, keepAlive: summary.keepAlive))
         return summary.expectsContinue ? .sendContinue : .none
     }
@@ -515,7 +541,7 @@ struct ConnectionStateMachine<Stream> {
     private mutating func requestComplete(_ request: Request) -> Action {
         let keepAlive = request.keepAlive && lifecycle == .serving
         switch request.route {
-        case .samples:
+        case .samples, .preflight:
             if keepAlive {
                 state = .idle(.answeredInThisRead)
                 epoch += 1
@@ -577,6 +603,10 @@ extension ConnectionStateMachine {
     fileprivate struct HeadSummary {
         var size: Int
         var hosts = 0
+        var host: String?
+        var origin: String?
+        var fetchSite: String?
+        var contentType: String?
         var contentLength: Int?
         var lengths = 0
         var codings: [String] = []
@@ -591,8 +621,13 @@ extension ConnectionStateMachine {
             for (name, value) in head.headers {
                 size += name.utf8.count + value.utf8.count + 4
                 switch name.utf8.count {
-                case 4 where name.lowercased() == "host": hosts += 1
+                case 4 where name.lowercased() == "host":
+                    hosts += 1
+                    host = value
                 case 6 where name.lowercased() == "expect": expectation = value
+                case 6 where name.lowercased() == "origin": origin = value
+                case 12 where name.lowercased() == "content-type": contentType = value
+                case 14 where name.lowercased() == "sec-fetch-site": fetchSite = value
                 case 10 where name.lowercased() == "connection": connection = connection.map { $0 + "," + value } ?? value
                 case 14 where name.lowercased() == "content-length":
                     lengths += 1

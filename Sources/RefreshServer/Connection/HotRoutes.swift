@@ -18,6 +18,8 @@ final class HotRoutes: Sendable {
     let streams: StreamGate
     let proxies: TrustedProxies
     let configuration: ServerConfiguration
+    /// Which hosts are answered, which requests may change state, which origins get CORS.
+    let policy: RequestPolicy
     let logger: Logger
     /// Counts every answer, whichever side gave it.
     let metrics: ServerMetrics
@@ -31,6 +33,7 @@ final class HotRoutes: Sendable {
         self.streams = streams
         self.proxies = proxies
         self.configuration = configuration
+        policy = RequestPolicy(configuration)
         self.logger = logger
         self.metrics = metrics
         self.router = router
@@ -94,7 +97,7 @@ final class HotRoutes: Sendable {
             guard head.version.major == 1, head.version.minor >= 1 else { throw APIError.streamNeedsHTTP11 }
             let (session, lastEventID) = try eventStreamRequest(head, session: id)
             guard let ticket = streams.admit(client(of: head, channel: channel)) else {
-                logger.notice("told a stream of session \(id) to come back later: too many streams")
+                logger.notice("told a stream of session \(id.escapedForLog) to come back later: too many streams")
                 metrics.streamShed()
                 return .overloaded(EventStream.overloadAnswer(configuration))
             }
@@ -104,7 +107,8 @@ final class HotRoutes: Sendable {
             else { throw APIError.sessionNotFound(id) }
             metrics.streamOpened()
             var bytes = channel.allocator.buffer(capacity: 256 + opening.readableBytes)
-            ResponseHead.write(status: response.status, fields: response.headerFields, connection: .none, into: &bytes)
+            ResponseHead.write(
+                status: response.status, fields: response.headerFields, connection: .none, cors: policy.corsOrigin(of: head), into: &bytes)
             bytes.writeImmutableBuffer(opening)
             return .opened(stream, bytes)
         } catch {
@@ -160,11 +164,11 @@ final class HotRoutes: Sendable {
             if head != nil {
                 error.logRefusal(method: method, path: path, requestID: head?.headers.first(name: "x-request-id"), logger: logger)
             } else {
-                logger.debug("refused a connection's bytes: \(error.status.code) \(error.code): \(error.message)")
+                logger.debug("refused a connection's bytes: \(error.status.code) \(error.code): \(error.message.escapedForLog)")
             }
         } else {
             refused = APIError(.internalServerError, "internal_error", "The server failed; the error is logged.")
-            logger.error("\(method) \(path) failed: \(error)")
+            logger.error("\(method) \(path.escapedForLog) failed: \(String(describing: error).escapedForLog)")
         }
         return JSONResponse.errorPayload(refused, acceptsGzip: head.map { Gzip.accepted(by: $0.headers) } ?? false)
     }

@@ -35,23 +35,25 @@ enum ResponseHead {
         }
     }
 
-    /// Writes the status line, `fields`, `Server`, `Date` and the `Connection` field; then the
-    /// blank line.
+    /// Writes the status line, `fields`, `Server`, `Date`, `X-Content-Type-Options` and the
+    /// `Connection` field; then the blank line. `cors`: the request's `--cors-origin`, which
+    /// the answer then names in `Access-Control-Allow-Origin`.
     static func write(
-        status: HTTPResponse.Status, fields: HTTPFields, connection: Connection, into buffer: inout ByteBuffer
+        status: HTTPResponse.Status, fields: HTTPFields, connection: Connection, cors: String? = nil, into buffer: inout ByteBuffer
     ) {
         buffer.writeStaticString("HTTP/1.1 ")
         buffer.writeString(String(status.code))
         buffer.writeStaticString(" ")
         buffer.writeString(status.reasonPhrase)
         buffer.writeStaticString("\r\n")
-        for field in fields where field.name != .connection && field.name != .server && field.name != .date {
+        for field in fields where field.name != .connection && field.name != .server && field.name != .date && field.name != contentTypeOptions {
             buffer.writeString(field.name.rawName)
             buffer.writeStaticString(": ")
             buffer.writeString(field.value)
             buffer.writeStaticString("\r\n")
         }
-        buffer.writeStaticString("Server: refresh-server\r\nDate: ")
+        writeCORS(cors, into: &buffer)
+        buffer.writeStaticString("X-Content-Type-Options: nosniff\r\nServer: refresh-server\r\nDate: ")
         buffer.writeString(HTTPDate.now())
         connection.write(into: &buffer)
         buffer.writeStaticString("\r\n\r\n")
@@ -60,10 +62,10 @@ enum ResponseHead {
     /// A complete answer with a body of known length: one buffer, one write. The answer to a
     /// `HEAD` request has the head only, with the length the body would have.
     static func answer(
-        _ payload: JSONPayload, connection: Connection, headOnly: Bool, allocator: ByteBufferAllocator
+        _ payload: JSONPayload, connection: Connection, cors: String? = nil, headOnly: Bool, allocator: ByteBufferAllocator
     ) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: 160 + payload.body.readableBytes)
-        write(status: payload.status, fields: payload.headers, connection: connection, into: &buffer)
+        write(status: payload.status, fields: payload.headers, connection: connection, cors: cors, into: &buffer)
         if !headOnly { buffer.writeImmutableBuffer(payload.body) }
         return buffer
     }
@@ -71,11 +73,13 @@ enum ResponseHead {
     /// The answer to a samples POST, `{"state": …}`, written in one go: the hot path has no
     /// header fields to build, only a status line and lines known in advance. A state is a
     /// few hundred bytes, under the size worth compressing.
-    static func stateAnswer(_ state: ByteBuffer, connection: Connection, allocator: ByteBufferAllocator) -> ByteBuffer {
-        var buffer = allocator.buffer(capacity: 200 + state.readableBytes)
+    static func stateAnswer(_ state: ByteBuffer, connection: Connection, cors: String? = nil, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: 240 + state.readableBytes)
         buffer.writeStaticString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nContent-Length: ")
         buffer.writeString(String(state.readableBytes + 10))
-        buffer.writeStaticString("\r\nServer: refresh-server\r\nDate: ")
+        buffer.writeStaticString("\r\n")
+        writeCORS(cors, into: &buffer)
+        buffer.writeStaticString("X-Content-Type-Options: nosniff\r\nServer: refresh-server\r\nDate: ")
         buffer.writeString(HTTPDate.now())
         connection.write(into: &buffer)
         buffer.writeStaticString(#"\#r\#n\#r\#n{"state":"#)
@@ -83,6 +87,30 @@ enum ResponseHead {
         buffer.writeStaticString("}")
         return buffer
     }
+
+    /// The answer to a CORS preflight from a `--cors-origin`: the methods the path has, the
+    /// headers a page may send, and how long the browser may keep this answer.
+    static func preflightAnswer(origin: String, allow: String, connection: Connection, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var fields = HTTPFields()
+        fields[.accessControlAllowMethods] = allow
+        fields[.accessControlAllowHeaders] = RequestPolicy.allowedHeaders
+        fields[.accessControlMaxAge] = RequestPolicy.preflightMaxAge
+        fields[.cacheControl] = "no-store"
+        var buffer = allocator.buffer(capacity: 400)
+        write(status: .noContent, fields: fields, connection: connection, cors: origin, into: &buffer)
+        return buffer
+    }
+
+    /// `Access-Control-Allow-Origin` for a `--cors-origin`, and `Vary: Origin`: the answer
+    /// differs by the asking page.
+    private static func writeCORS(_ origin: String?, into buffer: inout ByteBuffer) {
+        guard let origin else { return }
+        buffer.writeStaticString("Access-Control-Allow-Origin: ")
+        buffer.writeString(origin)
+        buffer.writeStaticString("\r\nAccess-Control-Expose-Headers: Retry-After\r\nVary: Origin\r\n")
+    }
+
+    private static let contentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
 
     /// The interim answer a client sending `Expect: 100-continue` waits for.
     static let continueResponse = ByteBuffer(string: "HTTP/1.1 100 Continue\r\n\r\n")

@@ -14,6 +14,9 @@ enum RouteTable {
         case router
         /// The path exists, but not with this method; `allow` lists the methods it has.
         case methodNotAllowed(allow: String)
+        /// `OPTIONS` on an API path: a CORS preflight, answered for a `--cors-origin` only
+        /// (otherwise it is `methodNotAllowed`); `allow` lists the methods the path has.
+        case preflight(allow: String)
     }
 
     static func route(_ method: HTTPMethod, uri: String) -> Route {
@@ -25,7 +28,9 @@ enum RouteTable {
         // splitting the path.
         if let hot = hotRoute(method, path) { return hot }
         if let allowed = methods(path), !allowed.contains(method) {
-            return .methodNotAllowed(allow: allowed.map(\.rawValue).joined(separator: ", "))
+            let allow = allowed.map(\.rawValue).joined(separator: ", ")
+            if method == .OPTIONS, path.starts(with: "/api/".utf8) { return .preflight(allow: allow) }
+            return .methodNotAllowed(allow: allow)
         }
         return .router
     }

@@ -64,6 +64,9 @@ struct ItemRoutes: Sendable {
     /// and the client (as a trusted proxy names it) is local too, so a front on this host
     /// does not open publishing to whoever it serves.
     private func authorize(_ request: Request, client: String) throws {
+        if configuration.publishingDisabled {
+            throw APIError(.forbidden, "publishing_disabled", "This server takes no publishes (--disable-publishing).")
+        }
         guard let token = configuration.publishToken else {
             guard configuration.listensOnLoopbackOnly else {
                 throw APIError(.forbidden, "publishing_disabled", "Publishing needs --publish-token when the server listens beyond loopback.")

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Hummingbird
+import Logging
 import NIOCore
 import NIOHTTP1
 @testable import RefreshServer
@@ -34,10 +35,11 @@ struct TestServer {
     /// Runs the server on a free port around `body`, then stops it gracefully, as SIGTERM would.
     static func run(
         _ configuration: ServerConfiguration = configuration(), feed: (any FeedSource)? = nil,
+        logger: Logger = Logger(label: "refresh-server"),
         _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
         let (ports, portFound) = AsyncStream<Int>.makeStream()
-        let app = try RefreshApplication.build(configuration: configuration, feed: feed) { portFound.yield($0) }
+        let app = try RefreshApplication.build(configuration: configuration, feed: feed, logger: logger) { portFound.yield($0) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await app.run() }
             var outcome: Result<Void, any Error> = .success(())
@@ -65,7 +67,11 @@ struct TestServer {
         var request = HTTPClientRequest(url: base + path)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
-        if let body { request.body = .bytes(ByteBuffer(string: body)) }
+        if let body {
+            request.body = .bytes(ByteBuffer(string: body))
+            // The API takes JSON bodies only; a test of another type says so in `headers`.
+            if !request.headers.contains(name: "Content-Type") { request.headers.add(name: "Content-Type", value: "application/json") }
+        }
         let response = try await TestServer.client.execute(request, timeout: .seconds(10))
         let bytes = try await response.body.collect(upTo: 16 * 1024 * 1024)
         return Reply(status: Int(response.status.code), headers: response.headers, body: Data(bytes.readableBytesView))

@@ -1,0 +1,213 @@
+"""The page under its Content-Security-Policy, and what a page of another site can and cannot
+do to the server, in a real headless Chromium: no CSP violation while the page works; a
+cross-site fetch stores nothing; a rebound DNS name reaches nothing; a listed CORS origin
+works; labels a client chose are drawn as text."""
+
+import contextlib
+import http.server
+import threading
+import urllib.request
+
+from harness import (assert_no_console_errors, call, first_titles, free_port, make_driver, open_page, publish,
+                     refreshes, running_server, screenshot, wait)
+from test_page import label, touch, touch_drag
+
+# Registered before any script of the page runs: every CSP violation the page causes.
+WATCH_VIOLATIONS = """
+window.cspViolations = [];
+document.addEventListener('securitypolicyviolation',
+    e => window.cspViolations.push(`${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`));
+"""
+
+ATTACKER_PAGE = b"<!doctype html><title>Another site</title><p>Nothing to see here.</p>"
+
+
+@contextlib.contextmanager
+def another_site():
+    """A page of another origin, as any site the user visits could serve: its base URL
+    (http://localhost:PORT, another site than the server's http://127.0.0.1:PORT)."""
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(ATTACKER_PAGE)))
+            self.end_headers()
+            self.wfile.write(ATTACKER_PAGE)
+
+        def log_message(self, *args):
+            pass
+
+    port = free_port()
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", port), Page)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    try:
+        yield f"http://localhost:{port}"
+    finally:
+        site.shutdown()
+        site.server_close()
+
+
+def run(driver, script, *arguments):
+    """Runs an async function body in the page; its return value comes back."""
+    return driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        f"(async (...args) => {{ {script} }})(...Array.from(arguments).slice(0, -1)).then(done, e => done('threw ' + e));",
+        *arguments)
+
+
+def titles(base):
+    status, _, page = call(base, "GET", "/api/items?limit=200")
+    assert status == 200
+    return [item["title"] for item in page["items"]]
+
+
+def refused_count(base, status):
+    """Requests to /api/items answered with `status`, from the server's own metrics."""
+    text = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
+    total = 0
+    for line in text.splitlines():
+        if line.startswith("ptr_http_requests_total") and 'route="/api/items"' in line and f'status="{status}"' in line:
+            total += int(float(line.rsplit(" ", 1)[1]))
+    return total
+
+
+def test_the_page_works_under_its_csp_without_a_violation(server, phone):
+    headers = urllib.request.urlopen(server + "/", timeout=10).headers
+    policy = headers["Content-Security-Policy"]
+    assert "default-src 'self'" in policy and "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert "unsafe" not in policy
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["Referrer-Policy"] == "no-referrer"
+
+    phone.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": WATCH_VIOLATIONS})
+    open_page(phone, server)
+    # Everything the page draws: a pull that arms, the refresh, new items, the news badge.
+    publish(server, "Seen under the policy")
+    x, y = touch_drag(phone, 150, release=False)
+    wait(phone, lambda d: label(d) == "Release to refresh")
+    touch(phone, "touchEnd", x, y)
+    wait(phone, lambda d: first_titles(d, 1) == ["Seen under the policy"])
+    wait(phone, lambda d: refreshes(d) == 1)
+    publish(server, "News under the policy")
+    wait(phone, lambda d: d.execute_script(
+        "const b = document.querySelector('.ptr-news-button'); return b && !b.hidden"))
+    screenshot(phone, "security-csp.png")
+    assert phone.execute_script("return window.cspViolations") == []
+    log = phone.get_log("browser")
+    assert [entry for entry in log if "Content Security Policy" in entry["message"]] == []
+    assert [entry for entry in log if entry["level"] == "SEVERE"] == []
+
+
+def test_a_page_of_another_site_cannot_publish_nor_drive_a_session(server):
+    status, _, session = call(server, "POST", "/api/sessions", {})
+    assert status == 201
+    before = refused_count(server, 403)
+    driver = make_driver(800, 600)
+    try:
+        with another_site() as site:
+            driver.get(site + "/")
+            # A "simple" request needs no preflight: the browser sends it and hides the answer.
+            outcome = run(driver, """
+                const [base, session] = args;
+                const simple = await fetch(base + "/api/items", {method: "POST", mode: "no-cors",
+                    headers: {"Content-Type": "text/plain"},
+                    body: JSON.stringify({id: "demo-1", title: "Overwritten by another site"})});
+                await fetch(base + "/api/sessions/" + session + "/refresh", {method: "POST", mode: "no-cors"});
+                await fetch(base + "/api/sessions/" + session, {method: "DELETE", mode: "no-cors"}).catch(() => null);
+                let json = "sent";
+                try {
+                    await fetch(base + "/api/items", {method: "POST", headers: {"Content-Type": "application/json"},
+                        body: JSON.stringify({title: "Overwritten by another site"})});
+                } catch (error) {
+                    json = "blocked";
+                }
+                return [simple.type, json];
+            """, server, session["id"])
+        assert outcome == ["opaque", "blocked"], outcome
+        assert "Overwritten by another site" not in titles(server)
+        assert refused_count(server, 403) >= before + 1, "the text/plain publish was answered 403 cross_origin"
+        status, _, state = call(server, "GET", f"/api/sessions/{session['id']}")
+        assert status == 200, "the session was not ended by another site"
+        assert state["state"]["phase"] == "idle", "no refresh was started by another site"
+    finally:
+        driver.quit()
+
+
+def test_a_rebound_dns_name_reaches_nothing(server):
+    port = server.rsplit(":", 1)[1]
+    # attacker.example now resolves to this machine, as DNS rebinding makes it do.
+    driver = make_driver(800, 600, arguments=("--host-resolver-rules=MAP attacker.example 127.0.0.1",))
+    try:
+        driver.get(f"http://attacker.example:{port}/")
+        body = driver.execute_script("return document.body.innerText")
+        assert '"error":"unknown_host"' in body.replace(" ", ""), body
+        outcome = run(driver, """
+            const reply = await fetch("/api/items", {method: "POST", headers: {"Content-Type": "application/json"},
+                body: JSON.stringify({title: "Published through a rebound name"})});
+            return [reply.status, (await reply.json()).error];
+        """)
+        assert outcome == [421, "unknown_host"], outcome
+        assert "Published through a rebound name" not in titles(server)
+    finally:
+        driver.quit()
+
+
+def test_a_listed_origin_uses_the_api_from_its_page():
+    with another_site() as site, running_server("--cors-origin", site) as base:
+        driver = make_driver(800, 600)
+        try:
+            driver.get(site + "/")
+            outcome = run(driver, """
+                const [base] = args;
+                const json = {"Content-Type": "application/json"};
+                const created = await fetch(base + "/api/sessions", {method: "POST", headers: json, body: "{}"});
+                const session = await created.json();
+                const events = new EventSource(base + "/api/sessions/" + session.id + "/events");
+                const first = await new Promise((resolve, reject) => {
+                    events.addEventListener("state", e => resolve(JSON.parse(e.data)));
+                    events.onerror = () => reject(new Error("the stream failed"));
+                });
+                events.close();
+                const sample = await fetch(base + "/api/sessions/" + session.id + "/samples",
+                    {method: "POST", headers: json, body: JSON.stringify({seq: 1, y: -30, phase: "drag"})});
+                const published = await fetch(base + "/api/items",
+                    {method: "POST", headers: json, body: JSON.stringify({title: "From a listed origin"})});
+                return [created.status, first.phase, sample.status, (await sample.json()).state.phase, published.status];
+            """, base)
+            assert outcome == [201, "idle", 200, "pulling", 201], outcome
+            assert "From a listed origin" in titles(base)
+        finally:
+            driver.quit()
+
+
+HOSTILE = 'Pull\n</script><img src=x onerror="window.pwned=1"><b>bold</b>\u2028\u2029end'
+
+# Every session the page makes asks for hostile labels, as a client may.
+HOSTILE_LABELS = """
+const original = window.fetch;
+window.fetch = (url, options = {}) => {
+    if (String(url).endsWith("/sessions") && options.method === "POST") {
+        const body = JSON.parse(options.body || "{}");
+        body.config = {...(body.config || {}), top: {...((body.config || {}).top || {}),
+            labels: {pull: %s, release: %s}}};
+        options = {...options, body: JSON.stringify(body)};
+    }
+    return original(url, options);
+};
+"""
+
+
+def test_hostile_labels_are_drawn_as_text(server, phone):
+    import json
+    quoted = json.dumps(HOSTILE)
+    phone.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",
+                          {"source": WATCH_VIOLATIONS + HOSTILE_LABELS % (quoted, quoted)})
+    open_page(phone, server)
+    x, y = touch_drag(phone, 40, release=False)
+    wait(phone, lambda d: label(d) == HOSTILE)
+    assert phone.execute_script("return document.querySelectorAll('.ptr-top img, .ptr-top b').length") == 0
+    assert phone.execute_script("return window.pwned === undefined")
+    touch(phone, "touchEnd", x, y)
+    assert phone.execute_script("return window.cspViolations") == []
+    assert_no_console_errors(phone)
