@@ -75,6 +75,22 @@ import Testing
         #expect(error.message == message)
     }
 
+    /// The samples route reads by hand, but by the same rule.
+    @Test(arguments: [
+        (#"{"seq":1,"y":0,"dy":3}"#, "dy is not a known field."),
+        (#"{"samples":[{"seq":1,"y":0},{"seq":2,"y":0,"edge":"top"}]}"#, "samples[1].edge is not a known field."),
+        (#"{"samples":[{"seq":1,"y":0}],"session":"x"}"#, "session is not a known field."),
+    ])
+    func samplesRefuseUnknownMembersToo(text: String, message: String) throws {
+        let parsed = try body(text)
+        let error = try #require(throws: APIError.self) { try SampleDecoding.decode(parsed, maxCount: 64) }
+        #expect(error.code == "invalid_value")
+        #expect(error.message == message)
+        let known = try SampleDecoding.decode(
+            try body(#"{"seq":1,"t":2,"y":-3,"phase":"release","contentHeight":900,"viewportHeight":600}"#), maxCount: 64)
+        #expect(known.count == 1)
+    }
+
     @Test func itemsDecodeTrimmedWithNullsAsAbsent() throws {
         let items = try ItemDecoding.decode(
             try body(#"{"items":[{"id":" a ","title":" One ","summary":null,"published":"2026-11-22T08:00:00Z"},{"title":"Two"}]}"#),

@@ -16,9 +16,13 @@ extension JSONFields {
 
 enum SampleDecoding {
     /// One sample object, or `{"samples": [...]}`.
+    /// The members a sample has; any other is refused, as in every body the API reads.
+    static let sampleMembers: Set<String> = ["seq", "t", "y", "phase", "contentHeight", "viewportHeight"]
+
     static func decode(_ body: JSONValue, maxCount: Int) throws(APIError) -> [Sample] {
         let root = try JSONFields(body, path: "")
         guard root.has("samples") else { return [try sample(body, path: "")] }
+        if root.members.count > 1 { try root.rejectUnknown(["samples"]) }
         let elements = try root.array("samples") ?? []
         guard elements.count <= maxCount else {
             throw APIError(
@@ -35,6 +39,8 @@ enum SampleDecoding {
 
     static func sample(_ value: JSONValue, path: String) throws(APIError) -> Sample {
         let fields = try JSONFields(value, path: path)
+        // One lookup per member; the sorted search for the message only when one is unknown.
+        if fields.members.keys.contains(where: { !sampleMembers.contains($0) }) { try fields.rejectUnknown(sampleMembers) }
         guard let seq = try fields.finiteInt("seq") else { throw .missing(fields.fieldPath("seq"), expected: "a whole number") }
         guard let y = try fields.finiteDouble("y") else { throw .missing(fields.fieldPath("y"), expected: "a number") }
         let phase = try fields.choice("phase", Sample.Phase.self) ?? .drag
