@@ -67,8 +67,14 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
         guard index == bytes.count else { return nil }
         let days = Self.daysSinceEpoch(year: year, month: month, day: day)
         let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + min(second, 59)) - Int64(offsetMinutes * 60)
+        // An offset can carry a time at either end of the four-digit years past them
+        // (`0000-01-01T00:00:00+01:00`); such an instant has no RFC 3339 form to answer with.
+        guard Self.writable.contains(seconds * 1000 + Int64(millisecond)) else { return nil }
         milliseconds = seconds * 1000 + Int64(millisecond)
     }
+
+    /// The instants ``rfc3339`` can write: 0000-01-01T00:00:00Z through 9999-12-31T23:59:59.999Z.
+    static let writable: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
 
     /// `2026-11-22T08:00:00Z`, with milliseconds only when there are some.
     public var rfc3339: String {

@@ -1,0 +1,38 @@
+"""libFuzzer on the server's parsers and its connection layer (Fuzz/run.sh): every target
+runs for a bounded time from the seed corpus and must find no crash. A crash is any broken
+invariant of the target (a trap, a decoded value out of range, a 5xx or a malformed
+response head, a connection that never ends); its input is kept in artifacts/fuzz/.
+
+Figures: per target, the inputs executed and the coverage reached (libFuzzer's cov: and
+ft:). FUZZ_BUILD_DIR and FUZZ_SANITIZERS pass through to run.sh."""
+import re
+import subprocess
+
+from lib import ROOT, check, figure, finish, pick
+
+SECONDS = pick(30, 600)
+TARGETS = ("samples", "bodies", "connection")
+
+run = subprocess.run(["bash", str(ROOT / "Fuzz" / "run.sh"), str(SECONDS)], cwd=ROOT, text=True,
+                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+print("\n".join("  | " + line for line in run.stdout.splitlines()), flush=True)
+check("the fuzz targets build", "fuzz: built in" in run.stdout, run.stdout[-2000:])
+built = re.search(r"fuzz: built in (\d+)s", run.stdout)
+if built:
+    figure("fuzz build time", int(built.group(1)), "s")
+for target in TARGETS:
+    line = re.search(rf"^fuzz-{target}: runs=(\d+) exec/s=(\d+) cov: (\d+) ft: (\d+) corpus=(\d+)->(\d+) (.*)$",
+                     run.stdout, re.MULTILINE)
+    if not line:
+        check(f"fuzz-{target} ran", False, "no result line")
+        continue
+    runs, speed, cov, ft, seeds, corpus, verdict = line.groups()
+    check(f"fuzz-{target}: no crash in {runs} execs ({SECONDS} s)", verdict.startswith("no crash") and int(runs) > 0,
+          verdict)
+    figure(f"fuzz-{target} execs", int(runs))
+    figure(f"fuzz-{target} execs per second", int(speed), "/s")
+    figure(f"fuzz-{target} coverage cov", int(cov), "edges")
+    figure(f"fuzz-{target} coverage ft", int(ft), "features")
+    figure(f"fuzz-{target} corpus", int(corpus), "inputs")
+check("Fuzz/run.sh exits 0", run.returncode == 0, f"exit {run.returncode}")
+finish()
