@@ -69,7 +69,8 @@ public enum RefreshApplication {
         }
         let server = HTTPServer(
             host: configuration.host, port: configuration.port, group: group, maxHeadBytes: configuration.maxHeadBytes,
-            steerByClient: configuration.steerByClient, logger: logger, makeHandler: { ConnectionHandler(routes: routes) }, onServerRunning: onServerRunning)
+            steerByClient: configuration.steerByClient, logger: logger, makeHandler: { ConnectionHandler(routes: routes) },
+            onServerRunning: onServerRunning)
         let maintenance = SessionMaintenance(sessions: sessions, news: news, feed: feed, keepaliveInterval: configuration.keepaliveInterval)
         let groupCloser: [any Service] = ownGroup.map { [EventLoopGroupCloser(group: $0)] } ?? []
         return ServiceGroup(configuration: .init(services: groupCloser + store.services + [maintenance, server], logger: logger))
@@ -92,8 +93,10 @@ public enum RefreshApplication {
     }
 
     static func defaultStore(_ configuration: ServerConfiguration, news: NewsHub, logger: Logger) throws -> Store {
-        let upstreams = try configuration.feeds.isEmpty
-            ? nil : UpstreamSet(urls: configuration.feeds, maxBytes: configuration.maxFeedBytes, timeout: configuration.feedTimeout, metrics: news.metrics)
+        let upstreams =
+            try configuration.feeds.isEmpty
+            ? nil
+            : UpstreamSet(urls: configuration.feeds, maxBytes: configuration.maxFeedBytes, timeout: configuration.feedTimeout, metrics: news.metrics)
         let seed = configuration.demo ?? configuration.feeds.isEmpty
         if PostgresLocation.isPostgresURL(configuration.database) {
             let feed = try PostgresFeed(url: configuration.database, upstreams: upstreams, logger: logger)

@@ -42,12 +42,18 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Batches for fanout, publishes for news.") var rounds = 5
     @Option(help: "Instances the sessions are spread over in turn, HOST:PORT,HOST:PORT,… (news, publish-rate); default --host and --port.")
     var targets: Endpoints?
-    @Option(help: "Instances published on, HOST:PORT,…: news publishes on the first, publish-rate deals its publishers over them in turn. Default: the first of --targets.")
+    @Option(
+        help:
+            "Instances published on, HOST:PORT,…: news publishes on the first, publish-rate deals its publishers over them in turn. Default: the first of --targets."
+    )
     var publishTo: Endpoints?
     @Option(help: "Concurrent publishers for publish-rate, each on a kept-alive connection of its own.") var publishers = 4
     @Option(help: "PID of the server, to read its CPU time and memory; repeat it for every instance of a cluster.")
     var serverPid: [Int] = []
-    @Option(help: "PID of the database's main process (PostgreSQL's postmaster): its CPU and that of every process under it is read beside the server's; repeatable.")
+    @Option(
+        help:
+            "PID of the database's main process (PostgreSQL's postmaster): its CPU and that of every process under it is read beside the server's; repeatable."
+    )
     var databasePid: [Int] = []
 
     /// The instances sessions live on, session i on the i-th mod n.
@@ -202,7 +208,9 @@ struct BenchCommand: AsyncParsableCommand {
         let cpuAtStart = await opening.value
         if window.lateSessions > 0 {
             // Their setup ran inside the window: the CPU per sample would include it.
-            FileHandle.standardError.write(Data("refresh-bench: \(window.lateSessions) sessions were still being set up when the window opened; no server CPU per sample\n".utf8))
+            FileHandle.standardError.write(
+                Data("refresh-bench: \(window.lateSessions) sessions were still being set up when the window opened; no server CPU per sample\n".utf8)
+            )
         } else {
             probe?.record(from: cpuAtStart, to: window.cpuAtEnd, samples: Int(merged.totalCount), into: &result)
         }
@@ -268,7 +276,9 @@ struct BenchCommand: AsyncParsableCommand {
         }
         guard await board.waitReady(count, timeout: timeout) else {
             for stream in streams { stream.close(promise: nil) }
-            throw BenchError("only \(board.readyCount()) of \(count) streams went live within \(timeout ?? .zero); the server turns streams away beyond its limits (--max-streams, --max-streams-per-client)")
+            throw BenchError(
+                "only \(board.readyCount()) of \(count) streams went live within \(timeout ?? .zero); the server turns streams away beyond its limits (--max-streams, --max-streams-per-client)"
+            )
         }
         return streams
     }
@@ -290,7 +300,8 @@ struct BenchCommand: AsyncParsableCommand {
 
     /// Sets N sessions up. Not measured but bounded: a few connections at once, and every
     /// stage has a deadline; each stage's time goes into `result`.
-    private func listeningSessions(_ server: any Target, heads: HeadBoard? = nil, into result: inout [String: Any]) async throws -> ListeningSessions {
+    private func listeningSessions(_ server: any Target, heads: HeadBoard? = nil, into result: inout [String: Any]) async throws -> ListeningSessions
+    {
         let (count, targets) = (self.count, sessionTargets)
         let setupLimit = Duration.seconds(30) + .milliseconds(10 * Int64(count))
         let lanes = 32
@@ -331,7 +342,9 @@ struct BenchCommand: AsyncParsableCommand {
                         guard let request = server.showFirstPage(channels[index]) else { return 0 }
                         try await control.send(request)
                         let (status, body) = try await control.response()
-                        guard (200..<300).contains(status) else { throw BenchError("asking for a first page answered \(status): \(body.prefix(200))") }
+                        guard (200..<300).contains(status) else {
+                            throw BenchError("asking for a first page answered \(status): \(body.prefix(200))")
+                        }
                         return status
                     }
                 }
@@ -394,13 +407,14 @@ struct BenchCommand: AsyncParsableCommand {
                         throw BenchError("publish \(round): \(arrivals.count) of \(count) streams read the news within \(roundLimit)")
                     }
                     let microseconds = arrivals.map { ($0.nanoseconds - min($0.nanoseconds, sent)) / 1000 }
-                    done.append(NewsRound(
-                        microseconds: microseconds,
-                        groups: arrivals.map(\.group),
-                        firstMs: Double(microseconds.min() ?? 0) / 1000,
-                        lastMs: Double(microseconds.max() ?? 0) / 1000,
-                        answeredMs: Double(answered - sent) / 1_000_000,
-                        cpu: probes.span(from: cpuAtStart, to: cpuAtEnd)))
+                    done.append(
+                        NewsRound(
+                            microseconds: microseconds,
+                            groups: arrivals.map(\.group),
+                            firstMs: Double(microseconds.min() ?? 0) / 1000,
+                            lastMs: Double(microseconds.max() ?? 0) / 1000,
+                            answeredMs: Double(answered - sent) / 1_000_000,
+                            cpu: probes.span(from: cpuAtStart, to: cpuAtEnd)))
                     try await Task.sleep(for: .milliseconds(300))
                 }
                 return done
@@ -445,8 +459,10 @@ struct BenchCommand: AsyncParsableCommand {
                 lastMs.append(Double(values.max() ?? 0) / 1000)
             }
             let histogram = Self.histogram(slices)
-            return ["streams": Int(histogram.totalCount) / max(done.count, 1), "p50us": histogram.valueAtPercentile(50),
-                    "p99us": histogram.valueAtPercentile(99), "lastStreamMs": Self.median(lastMs)]
+            return [
+                "streams": Int(histogram.totalCount) / max(done.count, 1), "p50us": histogram.valueAtPercentile(50),
+                "p99us": histogram.valueAtPercentile(99), "lastStreamMs": Self.median(lastMs),
+            ]
         }
         result["byTarget"] = targets.all.indices.map { group in
             var entry = figures { $0 == group }
@@ -499,7 +515,9 @@ struct BenchCommand: AsyncParsableCommand {
             guard status == 201 else { throw BenchError("the warm-up publish answered \(status): \(body.prefix(200))") }
         }
         let warm = await sessions.board.takeArrivals(count, timeout: tellLimit)
-        guard warm.count == count else { throw BenchError("the warm-up publish: \(warm.count) of \(count) streams read its news within \(tellLimit)") }
+        guard warm.count == count else {
+            throw BenchError("the warm-up publish: \(warm.count) of \(count) streams read its news within \(tellLimit)")
+        }
         let start = heads.snapshot()
         let startHead = start.map(\.head).max() ?? 0
         guard start.allSatisfy({ $0.head == startHead }) else {

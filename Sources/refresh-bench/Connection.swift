@@ -50,7 +50,8 @@ final class Connection {
                 let headerLength = end + 4
                 let head = buffer.getString(at: buffer.readerIndex, length: headerLength) ?? ""
                 let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
-                let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                let length =
+                    head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
                     .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
                 if buffer.readableBytes >= headerLength + length {
                     buffer.moveReaderIndex(forwardBy: headerLength)

@@ -68,8 +68,10 @@ struct OurServer: Target {
     func token(seq: Int) -> [UInt8] { Array(#""seq":\#(seq)}"#.utf8) }
 
     func fanOut(_ channel: String, round: Int) -> [ByteBuffer] {
-        [Connection.request("POST", "/api/items", host: host, body: itemBatch(round: round)),
-         Connection.request("POST", "/api/sessions/\(channel)/refresh", host: host, body: "")]
+        [
+            Connection.request("POST", "/api/items", host: host, body: itemBatch(round: round)),
+            Connection.request("POST", "/api/sessions/\(channel)/refresh", host: host, body: ""),
+        ]
     }
 
     var fanOutToken: [UInt8] { Array("event: items".utf8) }
@@ -86,7 +88,9 @@ struct OurServer: Target {
     var firstPageToken: [UInt8]? { Array(#""kind":"loadMore","outcome":"completed""#.utf8) }
 
     func news(_ channel: String, round: Int, tag: String) -> ByteBuffer {
-        Connection.request("POST", "/api/items", host: host, body: #"{"items":[{"id":"\#(newsItemID(round: round, tag: tag))","title":"\#(newsTitle(round: round))"}]}"#)
+        Connection.request(
+            "POST", "/api/items", host: host,
+            body: #"{"items":[{"id":"\#(newsItemID(round: round, tag: tag))","title":"\#(newsTitle(round: round))"}]}"#)
     }
 
     var newsToken: [UInt8] { Array("event: news".utf8) }
@@ -124,7 +128,8 @@ struct Nchan: Target {
 
     /// A message shaped like our `news` event's data, so both servers carry the same bytes.
     func news(_ channel: String, round: Int, tag: String) -> ByteBuffer {
-        let body = #"{"count":1,"newest":{"id":"\#(newsItemID(round: round, tag: tag))","title":"\#(newsTitle(round: round))","published":"2026-11-22T08:00:00.000Z"},"head":\#(round + 1)}"#
+        let body =
+            #"{"count":1,"newest":{"id":"\#(newsItemID(round: round, tag: tag))","title":"\#(newsTitle(round: round))","published":"2026-11-22T08:00:00.000Z"},"head":\#(round + 1)}"#
         return Connection.request("POST", "/pub/\(channel)", host: host, body: body)
     }
 

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import Logging
-import ServiceLifecycle
 import RefreshServer
+import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc
@@ -23,7 +23,9 @@ struct RefreshServerCommand: AsyncParsableCommand {
     static let defaultLogLevel = Logger.Level.info
     static let defaultLogFormat = LogFormat.text
 
-    @Option(help: .setting("config", "JSON file of settings, keyed by flag name: {\"port\": 8080, \"trusted-proxy\": [\"10.0.0.1\"]}.", valueName: "file"))
+    @Option(
+        help: .setting("config", "JSON file of settings, keyed by flag name: {\"port\": 8080, \"trusted-proxy\": [\"10.0.0.1\"]}.", valueName: "file")
+    )
     var config: String?
 
     @Option(help: .setting("host", "Address to listen on. Beyond loopback, --publish-token or --disable-publishing is required."))
@@ -31,12 +33,16 @@ struct RefreshServerCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("public-host"),
-        help: .setting("public-host", "A Host name the server answers to besides localhost and its address, e.g. the name a front serves (repeatable); others get 421.", valueName: "name"))
+        help: .setting(
+            "public-host",
+            "A Host name the server answers to besides localhost and its address, e.g. the name a front serves (repeatable); others get 421.",
+            valueName: "name"))
     var publicHosts: [String] = []
 
     @Option(
         name: .customLong("cors-origin"),
-        help: .setting("cors-origin", "An origin whose pages may call the API from the browser, e.g. https://app.example (repeatable).", valueName: "origin"))
+        help: .setting(
+            "cors-origin", "An origin whose pages may call the API from the browser, e.g. https://app.example (repeatable).", valueName: "origin"))
     var corsOrigins: [String] = []
 
     @Option(help: .setting("port", "Port to listen on; 0 picks a free one (the URL is printed at start).", valueName: "number"))
@@ -45,16 +51,23 @@ struct RefreshServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("public"), help: .setting("public", "Folder of the page and other static files.", valueName: "folder"))
     var publicDirectory: String?
 
-    @Option(help: .setting("log-level", "Log level: trace, debug, info, notice, warning, error, critical.", default: RefreshServerCommand.defaultLogLevel.rawValue))
+    @Option(
+        help: .setting(
+            "log-level", "Log level: trace, debug, info, notice, warning, error, critical.", default: RefreshServerCommand.defaultLogLevel.rawValue))
     var logLevel: Logger.Level?
 
-    @Option(help: .setting("log-format", "Log lines as text for people, or json: one object per line for a collector.", default: RefreshServerCommand.defaultLogFormat.rawValue))
+    @Option(
+        help: .setting(
+            "log-format", "Log lines as text for people, or json: one object per line for a collector.",
+            default: RefreshServerCommand.defaultLogFormat.rawValue))
     var logFormat: LogFormat?
 
     @Option(help: .setting("publish-token", "Token required as 'Authorization: Bearer TOKEN' by POST /api/items.", valueName: "token"))
     var publishToken: String?
 
-    @Flag(help: .setting("disable-publishing", "Refuse every POST /api/items: a read-only server, which may listen beyond loopback without --publish-token."))
+    @Flag(
+        help: .setting(
+            "disable-publishing", "Refuse every POST /api/items: a read-only server, which may listen beyond loopback without --publish-token."))
     var disablePublishing: Bool = false
 
     @Option(help: .setting("max-body-bytes", "Largest request body in bytes (413 beyond).", valueName: "bytes"))
@@ -72,30 +85,46 @@ struct RefreshServerCommand: AsyncParsableCommand {
     @Option(help: .setting("max-sessions-per-client", "Sessions one client address may hold (429 beyond).", valueName: "count"))
     var maxSessionsPerClient: Int?
 
-    @Option(help: .setting("max-streams", "Event streams open at once; beyond, a stream is told to retry later (200, a jittered retry:, closed).", valueName: "count"))
+    @Option(
+        help: .setting(
+            "max-streams", "Event streams open at once; beyond, a stream is told to retry later (200, a jittered retry:, closed).", valueName: "count"
+        ))
     var maxStreams: Int?
 
-    @Option(help: .setting("max-streams-per-client", "Event streams one client address may hold open; beyond, told to retry later like --max-streams.", valueName: "count"))
+    @Option(
+        help: .setting(
+            "max-streams-per-client", "Event streams one client address may hold open; beyond, told to retry later like --max-streams.",
+            valueName: "count"))
     var maxStreamsPerClient: Int?
 
     @Option(
         name: .customLong("trusted-proxy"),
-        help: .setting("trusted-proxy", "Address or CIDR network of a proxy whose X-Forwarded-For names the client (repeatable).", valueName: "address"))
+        help: .setting(
+            "trusted-proxy", "Address or CIDR network of a proxy whose X-Forwarded-For names the client (repeatable).", valueName: "address"))
     var trustedProxies: [String] = []
 
-    @Option(help: .setting("request-head-timeout", "Seconds a request head (and then its body) may take to arrive from its first byte (408 beyond).", valueName: "seconds"))
+    @Option(
+        help: .setting(
+            "request-head-timeout", "Seconds a request head (and then its body) may take to arrive from its first byte (408 beyond).",
+            valueName: "seconds"))
     var requestHeadTimeout: Double?
 
     @Option(help: .setting("idle-timeout", "Seconds a kept-alive connection may wait for its next request.", valueName: "seconds"))
     var idleTimeout: Double?
 
-    @Option(help: .setting("send-timeout", "Seconds an answer or an event stream may wait for a client that does not read before its connection closes.", valueName: "seconds"))
+    @Option(
+        help: .setting(
+            "send-timeout", "Seconds an answer or an event stream may wait for a client that does not read before its connection closes.",
+            valueName: "seconds"))
     var sendTimeout: Double?
 
     @Option(help: .setting("max-head-bytes", "Largest request head in bytes: request line and header fields (431 beyond).", valueName: "bytes"))
     var maxHeadBytes: Int?
 
-    @Option(help: .setting("reconnect-delay-ms", "Milliseconds browsers wait before reconnecting a stream; each stream is told a jittered value from this to twice it.", valueName: "ms"))
+    @Option(
+        help: .setting(
+            "reconnect-delay-ms",
+            "Milliseconds browsers wait before reconnecting a stream; each stream is told a jittered value from this to twice it.", valueName: "ms"))
     var reconnectDelayMs: Int?
 
     @Option(help: .setting("session-idle-timeout", "Seconds a session without requests or open streams lives.", valueName: "seconds"))
@@ -104,7 +133,11 @@ struct RefreshServerCommand: AsyncParsableCommand {
     @Option(help: .setting("replay-buffer", "Events kept per session for replay after a reconnect.", valueName: "events"))
     var replayBuffer: Int?
 
-    @Option(help: .setting("stream-send-buffer", "Kernel send buffer of each event stream, in bytes; a reader that stops reading gets the newest state, not a backlog.", valueName: "bytes"))
+    @Option(
+        help: .setting(
+            "stream-send-buffer",
+            "Kernel send buffer of each event stream, in bytes; a reader that stops reading gets the newest state, not a backlog.", valueName: "bytes"
+        ))
     var streamSendBuffer: Int?
 
     @Option(help: .setting("keepalive", "Seconds between keepalive comments on idle event streams.", valueName: "seconds"))
@@ -119,10 +152,17 @@ struct RefreshServerCommand: AsyncParsableCommand {
     @Option(help: .setting("page-size", "Items per load-more page, and at most per refresh.", valueName: "items"))
     var pageSize: Int?
 
-    @Option(help: .setting("database", "Where the feed is stored: an SQLite file (created with its folder), :memory:, or postgres://USER[:PASSWORD]@HOST[:PORT]/DB.", valueName: "location"))
+    @Option(
+        help: .setting(
+            "database", "Where the feed is stored: an SQLite file (created with its folder), :memory:, or postgres://USER[:PASSWORD]@HOST[:PORT]/DB.",
+            valueName: "location"))
     var database: String?
 
-    @Option(help: .setting("instance", "This instance's name among several sharing a PostgreSQL feed (letters, digits and -, at most 32): it prefixes every session id.", valueName: "name"))
+    @Option(
+        help: .setting(
+            "instance",
+            "This instance's name among several sharing a PostgreSQL feed (letters, digits and -, at most 32): it prefixes every session id.",
+            valueName: "name"))
     var instance: String?
 
     @Option(help: .setting("head-poll", "Seconds between reads of a PostgreSQL feed's head even when no notification came.", valueName: "seconds"))
@@ -137,12 +177,17 @@ struct RefreshServerCommand: AsyncParsableCommand {
     @Option(help: .setting("feed-timeout", "Seconds an upstream download may take.", valueName: "seconds"))
     var feedTimeout: Double?
 
-    @Option(help: .setting("event-loops", "Threads serving connections. One keeps a sample and the streams it updates on the same thread.", valueName: "threads"))
+    @Option(
+        help: .setting(
+            "event-loops", "Threads serving connections. One keeps a sample and the streams it updates on the same thread.", valueName: "threads"))
     var eventLoops: Int?
 
     @Flag(
         inversion: .prefixedNo,
-        help: .setting("steer-by-client", "Keep each client's connections on one event loop, chosen by its address (a sample and its stream never cross threads); not for clients behind a shared address."))
+        help: .setting(
+            "steer-by-client",
+            "Keep each client's connections on one event loop, chosen by its address (a sample and its stream never cross threads); not for clients behind a shared address."
+        ))
     var steerByClient: Bool?
 
     @Flag(inversion: .prefixedNo, help: .setting("demo", "Seed an empty store with example items."))

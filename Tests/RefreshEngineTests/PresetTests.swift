@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import RefreshEngine
 
 /// Pins every number of the presets table; each row also has behaviour tests elsewhere.
@@ -87,13 +88,17 @@ import Testing
 
     @Test func everyOverrideFieldApplies() throws {
         let overrides = RefreshConfig.Overrides(
-            top: .init(enabled: false, threshold: 90, trigger: .cross, heldOffset: 60, indicatorHeight: 40,
-                       labels: .init(pull: "a", release: "b", active: "c")),
+            top: .init(
+                enabled: false, threshold: 90, trigger: .cross, heldOffset: 60, indicatorHeight: 40,
+                labels: .init(pull: "a", release: "b", active: "c")),
             bottom: .init(enabled: false), rotation: false, prefetch: false, prefetchDistance: 10,
             baseline: .firstSample, rubberBand: .init(coefficient: 0.55, maxPull: 300))
         let config = try Preset.standard.config.applying(overrides)
-        #expect(config.top == .init(enabled: false, threshold: 90, trigger: .cross, heldOffset: 60, indicatorHeight: 40,
-                                    labels: .init(pull: "a", release: "b", active: "c")))
+        #expect(
+            config.top
+                == .init(
+                    enabled: false, threshold: 90, trigger: .cross, heldOffset: 60, indicatorHeight: 40,
+                    labels: .init(pull: "a", release: "b", active: "c")))
         #expect(!config.bottom.enabled && !config.rotation && !config.prefetch)
         #expect(config.prefetchDistance == 10 && config.baseline == .firstSample)
         #expect(config.rubberBand == .init(coefficient: 0.55, maxPull: 300))

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RefreshEngine
 
 /// SplitMix64: small, fast and reproducible, so a failing seed can be replayed.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import RefreshServer
 
 /// Refreshes and load-mores asked for without a gesture, cancelled, shared and timed out.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import RefreshServer
 
 /// Every bad input of the contract gets its 4xx JSON error and leaves the session as it was.
@@ -153,8 +154,10 @@ import Testing
 
     @Test func badItemsAreRefused() async throws {
         try await TestServer.run { server in
-            for body in [#"{"summary":"no title"}"#, #"{"title":""}"#, #"{"title":"x","link":"javascript:alert(1)"}"#,
-                         #"{"title":"x","published":"yesterday"}"#, #"{"items":[]}"#, #"{"title":7}"#, #"{"title":"x","colour":"red"}"#] {
+            for body in [
+                #"{"summary":"no title"}"#, #"{"title":""}"#, #"{"title":"x","link":"javascript:alert(1)"}"#,
+                #"{"title":"x","published":"yesterday"}"#, #"{"items":[]}"#, #"{"title":7}"#, #"{"title":"x","colour":"red"}"#,
+            ] {
                 let reply = try await server.post("/api/items", body)
                 #expect(reply.status == 400, "\(body): \(reply.text)")
             }

@@ -2,6 +2,7 @@ import CompressNIO
 import Foundation
 import NIOCore
 import Testing
+
 @testable import RefreshServer
 
 func gunzip(_ data: Data) throws -> Data {
@@ -60,7 +61,9 @@ func gunzip(_ data: Data) throws -> Data {
 
     @Test func pathsCannotEscapePublic() async throws {
         try await TestServer.run { server in
-            for path in ["/../Package.swift", "/%2e%2e/Package.swift", "/..%2fPackage.swift", "/./index.html", "/a/../../etc/passwd", "/%5c..%5cPackage.swift"] {
+            for path in [
+                "/../Package.swift", "/%2e%2e/Package.swift", "/..%2fPackage.swift", "/./index.html", "/a/../../etc/passwd", "/%5c..%5cPackage.swift",
+            ] {
                 let reply = try await server.get(path)
                 #expect(reply.status == 400 || reply.status == 404, "\(path): \(reply.status)")
                 #expect(!reply.text.contains("PackageDescription"))

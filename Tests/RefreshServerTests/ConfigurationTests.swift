@@ -5,6 +5,7 @@ import NIOPosix
 import ServiceLifecycle
 import Synchronization
 import Testing
+
 @testable import RefreshServer
 
 /// Settings layered from flags, environment variables and a file, and the errors that name
@@ -25,9 +26,15 @@ import Testing
         case .strings:
             switch setting.key {
             case "feed":
-                (.strings(["https://a.example/f", "https://b.example/f"]), "https://a.example/f,https://b.example/f", "https://a.example/f, https://b.example/f")
+                (
+                    .strings(["https://a.example/f", "https://b.example/f"]), "https://a.example/f,https://b.example/f",
+                    "https://a.example/f, https://b.example/f"
+                )
             case "cors-origin":
-                (.strings(["https://a.example", "http://localhost:3000"]), "https://a.example,http://localhost:3000", "https://a.example, http://localhost:3000")
+                (
+                    .strings(["https://a.example", "http://localhost:3000"]), "https://a.example,http://localhost:3000",
+                    "https://a.example, http://localhost:3000"
+                )
             case "public-host":
                 (.strings(["a.example", "10.0.0.7"]), "a.example,10.0.0.7", "a.example, 10.0.0.7")
             default:
@@ -55,7 +62,8 @@ import Testing
         return path
     }
 
-    static func load(flags: [String: SettingValue] = [:], environment: [String: String] = [:]) async throws(ConfigurationError) -> ServerConfiguration {
+    static func load(flags: [String: SettingValue] = [:], environment: [String: String] = [:]) async throws(ConfigurationError) -> ServerConfiguration
+    {
         try await ServerConfiguration(ConfigurationSources(flags: flags, environment: environment))
     }
 
@@ -181,9 +189,11 @@ import Testing
 
     @Test func aBadFlagIsNamedAsWritten() async {
         #expect(await Self.failure(flags: ["port": .int(70000)]) == "--port 70000: must be 0…65535")
-        #expect(await Self.failure(flags: ["idle-timeout": .double(0)]) == "--idle-timeout 0: must be more than 0 and at most 31536000 seconds (a year)")
-        #expect(await Self.failure(flags: ["trusted-proxy": .strings(["10.0.0.1", "nope"])])
-            == "--trusted-proxy: nope is not an IP address or a CIDR network (such as 10.0.0.0/8)")
+        #expect(
+            await Self.failure(flags: ["idle-timeout": .double(0)]) == "--idle-timeout 0: must be more than 0 and at most 31536000 seconds (a year)")
+        #expect(
+            await Self.failure(flags: ["trusted-proxy": .strings(["10.0.0.1", "nope"])])
+                == "--trusted-proxy: nope is not an IP address or a CIDR network (such as 10.0.0.0/8)")
         #expect(await Self.failure(flags: ["instance": .string("eu_1")]) == "--instance eu_1: must be 1 to 32 letters, digits or '-'")
         #expect(await Self.failure(flags: ["host": .string("")]) == "--host '': must not be empty")
     }
@@ -191,11 +201,15 @@ import Testing
     @Test func aBadVariableIsNamedAsWritten() async {
         #expect(await Self.failure(environment: ["PTR_PORT": "abc"]) == "PTR_PORT=abc: not a whole number")
         #expect(await Self.failure(environment: ["PTR_PORT": "70000"]) == "PTR_PORT=70000: must be 0…65535")
-        #expect(await Self.failure(environment: ["PTR_HEAD_POLL": "0"]) == "PTR_HEAD_POLL=0: must be more than 0 and at most 31536000 seconds (a year)")
-        #expect(await Self.failure(environment: ["PTR_KEEPALIVE": "nan"]) == "PTR_KEEPALIVE=nan: must be more than 0 and at most 31536000 seconds (a year)")
+        #expect(
+            await Self.failure(environment: ["PTR_HEAD_POLL": "0"]) == "PTR_HEAD_POLL=0: must be more than 0 and at most 31536000 seconds (a year)")
+        #expect(
+            await Self.failure(environment: ["PTR_KEEPALIVE": "nan"])
+                == "PTR_KEEPALIVE=nan: must be more than 0 and at most 31536000 seconds (a year)")
         #expect(await Self.failure(environment: ["PTR_DEMO": "maybe"]) == "PTR_DEMO=maybe: not true or false")
-        #expect(await Self.failure(environment: ["PTR_FEED": "https://a.example/f,ftp://b.example/f"])
-            == "PTR_FEED=https://a.example/f,ftp://b.example/f: ftp://b.example/f is not an http or https URL")
+        #expect(
+            await Self.failure(environment: ["PTR_FEED": "https://a.example/f,ftp://b.example/f"])
+                == "PTR_FEED=https://a.example/f,ftp://b.example/f: ftp://b.example/f is not an http or https URL")
     }
 
     @Test func aBadValueInTheFileIsNamedByFileAndKey() async throws {
@@ -259,7 +273,9 @@ import Testing
         Invalid("head-poll -1: must be more than 0 and at most 31536000 seconds (a year)") { $0.headPollInterval = .seconds(-1) },
         Invalid("feed-timeout 34560000: must be more than 0 and at most 31536000 seconds (a year)") { $0.feedTimeout = .seconds(400 * 24 * 3600) },
         Invalid("min-refresh-ms -5: must be 0…3600000") { $0.minimumActionDuration = .milliseconds(-5) },
-        Invalid("instance 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa': must be 1 to 32 letters, digits or '-'") { $0.instanceName = String(repeating: "a", count: 33) },
+        Invalid("instance 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa': must be 1 to 32 letters, digits or '-'") {
+            $0.instanceName = String(repeating: "a", count: 33)
+        },
         Invalid("instance '': must be 1 to 32 letters, digits or '-'") { $0.instanceName = "" },
         Invalid("instance 'é': must be 1 to 32 letters, digits or '-'") { $0.instanceName = "é" },
         Invalid("trusted-proxy: 10.0.0.0/33 is not an IP address or a CIDR network (such as 10.0.0.0/8)") { $0.trustedProxies = ["10.0.0.0/33"] },
@@ -329,7 +345,8 @@ import Testing
     static func threads(of group: MultiThreadedEventLoopGroup) -> Int {
         // "MultiThreadedEventLoopGroup { threadPattern = NIO-ELT-7-#* }"
         let description = String(describing: group)
-        guard let start = description.range(of: "threadPattern = ")?.upperBound, let end = description.range(of: "*", range: start..<description.endIndex)?.lowerBound
+        guard let start = description.range(of: "threadPattern = ")?.upperBound,
+            let end = description.range(of: "*", range: start..<description.endIndex)?.lowerBound
         else { return -1 }
         let prefix = String(description[start..<end])
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []

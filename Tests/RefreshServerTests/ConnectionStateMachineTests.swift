@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import Testing
+
 @testable import RefreshServer
 
 /// The machine alone, with plain values: the transitions a channel test reaches only by
@@ -34,15 +35,26 @@ import Testing
         _ = machine.routedResponseEnded(completely: true)
         // A new idle deadline: the first one's timer, firing late, changes nothing.
         #expect(machine.deadline != idle)
-        guard case .none = machine.deadlinePassed(idle!) else { Issue.record("a stale deadline acted"); return }
-        guard case .closeOutput = machine.deadlinePassed(machine.deadline!) else { Issue.record("the idle deadline did not close"); return }
+        guard case .none = machine.deadlinePassed(idle!) else {
+            Issue.record("a stale deadline acted")
+            return
+        }
+        guard case .closeOutput = machine.deadlinePassed(machine.deadline!) else {
+            Issue.record("the idle deadline did not close")
+            return
+        }
     }
 
     @Test func bytesThatCompleteARequestDoNotStartTheRequestDeadline() {
         var machine = Self.machine()
-        _ = machine.headReceived(Self.head("/api/sessions/s/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"]))
+        _ = machine.headReceived(
+            Self.head(
+                "/api/sessions/s/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"]))
         _ = machine.bodyReceived(ByteBuffer(string: "{}"))
-        guard case .answer = machine.endReceived() else { Issue.record("not answered inline"); return }
+        guard case .answer = machine.endReceived() else {
+            Issue.record("not answered inline")
+            return
+        }
         _ = machine.readCompleted()
         #expect(machine.deadline?.kind == .idle)
         // The next read brings bytes but no request: a head has started.
@@ -53,13 +65,21 @@ import Testing
     @Test func partsThatArriveWhileTheRouterAnswersWaitAndAreTakenUpInOrder() {
         var machine = Self.machine()
         _ = machine.headReceived(Self.head("/one"))
-        guard case .route = machine.endReceived() else { Issue.record("not routed"); return }
-        _ = machine.headReceived(Self.head("/api/sessions/s/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"]))
+        guard case .route = machine.endReceived() else {
+            Issue.record("not routed")
+            return
+        }
+        _ = machine.headReceived(
+            Self.head(
+                "/api/sessions/s/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"]))
         _ = machine.bodyReceived(ByteBuffer(string: "{}"))
         _ = machine.endReceived()
         _ = machine.headReceived(Self.head("/three"))
         _ = machine.endReceived()
-        guard case .none = machine.readRequested(writable: true) else { Issue.record("read while an answer is pending"); return }
+        guard case .none = machine.readRequested(writable: true) else {
+            Issue.record("read while an answer is pending")
+            return
+        }
         _ = machine.routedResponseEnded(completely: true)
         var taken: [String] = []
         while let next = machine.nextPending() {
@@ -71,26 +91,47 @@ import Testing
         }
         #expect(taken == ["answer /api/sessions/s/samples", "route /three"])
         // The third is being answered: nothing more is read until it is.
-        guard case .none = machine.readRequested(writable: true) else { Issue.record("read while an answer is pending"); return }
+        guard case .none = machine.readRequested(writable: true) else {
+            Issue.record("read while an answer is pending")
+            return
+        }
         _ = machine.routedResponseEnded(completely: true)
         if let next = machine.nextPending() { Issue.record("\(next) was still waiting") }
-        guard case .read = machine.readRequested(writable: true) else { Issue.record("no read once free"); return }
+        guard case .read = machine.readRequested(writable: true) else {
+            Issue.record("no read once free")
+            return
+        }
     }
 
     @Test func anAnswerThatFailsHalfWayClosesAtOnce() {
         var machine = Self.machine()
         _ = machine.headReceived(Self.head("/one"))
         _ = machine.endReceived()
-        guard case .closeNow = machine.routedResponseEnded(completely: false) else { Issue.record("kept a broken connection"); return }
+        guard case .closeNow = machine.routedResponseEnded(completely: false) else {
+            Issue.record("kept a broken connection")
+            return
+        }
     }
 
     @Test func aFullSocketMakesTheStreamWaitForWritability() {
         var machine = Self.streaming()
-        guard case .none = machine.streamWoken(sessionEnded: false, writable: false) else { Issue.record("wrote to a full socket"); return }
-        guard case .none = machine.writabilityChanged(writable: false) else { Issue.record("wrote while still full"); return }
-        guard case .writeEvents = machine.writabilityChanged(writable: true) else { Issue.record("did not resume"); return }
+        guard case .none = machine.streamWoken(sessionEnded: false, writable: false) else {
+            Issue.record("wrote to a full socket")
+            return
+        }
+        guard case .none = machine.writabilityChanged(writable: false) else {
+            Issue.record("wrote while still full")
+            return
+        }
+        guard case .writeEvents = machine.writabilityChanged(writable: true) else {
+            Issue.record("did not resume")
+            return
+        }
         // Writable again and not waiting: a writability change alone writes nothing.
-        guard case .none = machine.writabilityChanged(writable: true) else { Issue.record("wrote twice"); return }
+        guard case .none = machine.writabilityChanged(writable: true) else {
+            Issue.record("wrote twice")
+            return
+        }
         #expect(machine.withStream { $0 } == 7)
     }
 
@@ -99,7 +140,10 @@ import Testing
         _ = machine.headReceived(Self.head("/api/sessions/s/events"))
         _ = machine.endReceived()
         _ = machine.quiesce()
-        guard case .endStream(let stream, then: .close) = machine.streamOpened(3) else { Issue.record("the stream outlived the server"); return }
+        guard case .endStream(let stream, then: .close) = machine.streamOpened(3) else {
+            Issue.record("the stream outlived the server")
+            return
+        }
         #expect(stream == 3)
         // Its end is written before the output closes; a client that never reads it is dropped.
         #expect(machine.deadline?.kind == .shutdown)
@@ -112,11 +156,17 @@ import Testing
         var machine = Self.streaming()
         _ = machine.streamWoken(sessionEnded: false, writable: false)
         #expect(machine.deadline?.kind == .send)
-        guard case .endStream(_, then: .close) = machine.quiesce() else { Issue.record("the stream did not end"); return }
+        guard case .endStream(_, then: .close) = machine.quiesce() else {
+            Issue.record("the stream did not end")
+            return
+        }
         // Its last chunk cannot go either: the send deadline (minutes) would keep the process alive.
         let deadline = machine.deadline
         #expect(deadline?.kind == .shutdown)
-        guard case .closeNow = machine.deadlinePassed(deadline!) else { Issue.record("not dropped"); return }
+        guard case .closeNow = machine.deadlinePassed(deadline!) else {
+            Issue.record("not dropped")
+            return
+        }
 
         // A server that goes on serving still gives a slow client its send deadline.
         var serving = Self.machine()
@@ -128,50 +178,91 @@ import Testing
 
     @Test func garbageOnAStreamEndsItCleanlyWithoutASecondAnswer() {
         var machine = Self.streaming()
-        guard case .endStream = machine.malformedReceived(.invalidVersion) else { Issue.record("not ended"); return }
-        guard case .none = machine.malformedReceived(.invalidVersion) else { Issue.record("answered after the end"); return }
+        guard case .endStream = machine.malformedReceived(.invalidVersion) else {
+            Issue.record("not ended")
+            return
+        }
+        guard case .none = machine.malformedReceived(.invalidVersion) else {
+            Issue.record("answered after the end")
+            return
+        }
     }
 
     @Test func theClientsCloseEndsTheLingerAndTheLingerDeadlineEndsItToo() {
         var machine = Self.machine()
         _ = machine.headReceived(Self.head("/bye", headers: ["Host": "localhost", "Connection": "close"]))
         _ = machine.endReceived()
-        guard case .closeOutput = machine.routedResponseEnded(completely: true) else { Issue.record("kept alive"); return }
+        guard case .closeOutput = machine.routedResponseEnded(completely: true) else {
+            Issue.record("kept alive")
+            return
+        }
         _ = machine.outputClosed()
         let linger = machine.deadline
         #expect(linger?.kind == .linger)
         // Whatever the client still sends is dropped, not answered.
-        guard case .none = machine.headReceived(Self.head("/late")) else { Issue.record("answered after close"); return }
-        guard case .closeNow = machine.deadlinePassed(linger!) else { Issue.record("lingered on"); return }
+        guard case .none = machine.headReceived(Self.head("/late")) else {
+            Issue.record("answered after close")
+            return
+        }
+        guard case .closeNow = machine.deadlinePassed(linger!) else {
+            Issue.record("lingered on")
+            return
+        }
 
         var other = Self.machine()
         _ = other.quiesce()
         // The client closes while the output still drains: once it has, nothing is left to linger for.
-        guard case .none = other.inputClosed() else { Issue.record("closed before the output drained"); return }
-        guard case .closeNow = other.outputClosed() else { Issue.record("lingered after the client closed"); return }
+        guard case .none = other.inputClosed() else {
+            Issue.record("closed before the output drained")
+            return
+        }
+        guard case .closeNow = other.outputClosed() else {
+            Issue.record("lingered after the client closed")
+            return
+        }
     }
 
     @Test func aRefusedBodyIsDroppedAndTheConnectionServesOn() {
         var machine = Self.machine()
-        _ = machine.headReceived(Self.head("/api/items", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Transfer-Encoding": "chunked"]))
+        _ = machine.headReceived(
+            Self.head(
+                "/api/items", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Transfer-Encoding": "chunked"]))
         guard case .refuse(let error, _, .keepAlive) = machine.bodyReceived(ByteBuffer(repeating: 1, count: 65)) else {
-            Issue.record("a body over the limit was kept"); return
+            Issue.record("a body over the limit was kept")
+            return
         }
         #expect(error.status == .contentTooLarge)
-        guard case .none = machine.bodyReceived(ByteBuffer(repeating: 1, count: 65)) else { Issue.record("refused twice"); return }
+        guard case .none = machine.bodyReceived(ByteBuffer(repeating: 1, count: 65)) else {
+            Issue.record("refused twice")
+            return
+        }
         _ = machine.endReceived()
-        guard case .route = { _ = machine.headReceived(Self.head("/next")); return machine.endReceived() }() else {
-            Issue.record("the next request was not served"); return
+        guard
+            case .route = {
+                _ = machine.headReceived(Self.head("/next"))
+                return machine.endReceived()
+            }()
+        else {
+            Issue.record("the next request was not served")
+            return
         }
     }
 
     @Test func quiescingWhileAHeadArrivesAnswersItThenCloses() {
         var machine = Self.machine()
         _ = machine.readCompleted()  // bytes of a head, no head yet
-        guard case .none = machine.quiesce() else { Issue.record("closed under a head that was arriving"); return }
-        _ = machine.headReceived(Self.head("/api/sessions/s/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"]))
+        guard case .none = machine.quiesce() else {
+            Issue.record("closed under a head that was arriving")
+            return
+        }
+        _ = machine.headReceived(
+            Self.head(
+                "/api/sessions/s/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"]))
         _ = machine.bodyReceived(ByteBuffer(string: "{}"))
-        guard case .answer(_, then: .close) = machine.endReceived() else { Issue.record("not answered with a close"); return }
+        guard case .answer(_, then: .close) = machine.endReceived() else {
+            Issue.record("not answered with a close")
+            return
+        }
     }
 
     @Test func aClientGoneBeforeItsStreamOpenedEndsTheStream() {
@@ -187,14 +278,23 @@ import Testing
             if case .openStream = next { opened = true }
         }
         #expect(opened)
-        guard case .endStream = machine.streamOpened(1) else { Issue.record("a stream outlived its client"); return }
+        guard case .endStream = machine.streamOpened(1) else {
+            Issue.record("a stream outlived its client")
+            return
+        }
     }
 
     @Test func lingeringReadsAgainSoTheClientsCloseIsSeen() {
         var machine = Self.machine()
         _ = machine.quiesce()
-        guard case .read = machine.outputClosed() else { Issue.record("no read while lingering"); return }
-        guard case .read = machine.writabilityChanged(writable: true) else { Issue.record("no read while lingering"); return }
+        guard case .read = machine.outputClosed() else {
+            Issue.record("no read while lingering")
+            return
+        }
+        guard case .read = machine.writabilityChanged(writable: true) else {
+            Issue.record("no read while lingering")
+            return
+        }
     }
 
     @Test func theSendDeadlineStartsAfreshWithEveryWriteOfAnAnswer() {

@@ -6,6 +6,7 @@ import NIOEmbedded
 import NIOHTTP1
 import RefreshEngine
 import Testing
+
 @testable import RefreshServer
 
 /// The connection layer, bytes in and bytes out: NIO's decoder and ``ConnectionHandler`` on
@@ -44,14 +45,16 @@ import Testing
             configuration.lingerTimeout = .milliseconds(500)
             adjust(&configuration)
             self.configuration = configuration
-            let sessions = SessionStore(runner: ActionRunner(feed: MemoryFeed(), news: NewsHub(), configuration: configuration), limits: configuration)
+            let sessions = SessionStore(
+                runner: ActionRunner(feed: MemoryFeed(), news: NewsHub(), configuration: configuration), limits: configuration)
             routes = HotRoutes(
                 sessions: sessions, streams: StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient),
                 proxies: TrustedProxies(), configuration: configuration, logger: Logger(label: "test")
             ) { request, _ in
                 if routerDelay > .zero { try await Task.sleep(for: routerDelay) }
                 let path = request.uri.path
-                return Response(status: .ok, headers: [.contentType: "text/plain"], body: routerBody?(path) ?? ResponseBody(byteBuffer: ByteBuffer(string: path)))
+                return Response(
+                    status: .ok, headers: [.contentType: "text/plain"], body: routerBody?(path) ?? ResponseBody(byteBuffer: ByteBuffer(string: path)))
             }
             reads = ReadCounter()
             channel = NIOAsyncTestingChannel()
@@ -63,8 +66,10 @@ import Testing
                 let handler = ConnectionHandler(routes: routes)
                 let pipeline = channel.pipeline.syncOperations
                 try pipeline.addHandler(reads)
-                try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(
-                    leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: limits)))
+                try pipeline.addHandler(
+                    ByteToMessageHandler(
+                        HTTPRequestDecoder(
+                            leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: limits)))
                 try pipeline.addHandler(handler)
             }
             try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.9", port: 5000)).get()
@@ -226,7 +231,8 @@ import Testing
         let connection = try await Connection()
         let session = try connection.session()
         let big = String(repeating: "x", count: 300)
-        let chunked = "POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        let chunked =
+            "POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
             + String(big.utf8.count, radix: 16) + "\r\n" + big + "\r\n0\r\n\r\n"
         try await connection.send(chunked + Self.get("/next"))
         let replies = try await connection.answers(2)
@@ -248,9 +254,15 @@ import Testing
     @Test(arguments: [
         ("GET / HTTP/1.1\r\n\r\n", 400, "bad_host", true),
         ("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "bad_host", true),
-        ("POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, "unsupported_transfer_encoding", false),
+        (
+            "POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501,
+            "unsupported_transfer_encoding", false
+        ),
         ("POST /api/items HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 501, "unsupported_transfer_encoding", false),
-        ("POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "malformed_request", false),
+        (
+            "POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            400, "malformed_request", false
+        ),
         ("GET / HTTP/1.1\r\nHost: localhost\r\nExpect: teapot\r\n\r\n", 417, "unsupported_expectation", true),
         ("PUT /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n", 405, "method_not_allowed", true),
         ("GET /api/sessions/abc/samples HTTP/1.1\r\nHost: localhost\r\n\r\n", 405, "method_not_allowed", true),
@@ -286,7 +298,8 @@ import Testing
         let session = try connection.session()
         let body = #"{"seq":1,"y":-10}"#
         try await connection.send(
-            "POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nExpect: 100-continue\r\n\r\n")
+            "POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nExpect: 100-continue\r\n\r\n"
+        )
         #expect(try await connection.written() == "HTTP/1.1 100 Continue\r\n\r\n")
         try await connection.send(body)
         #expect(Self.statuses(try await connection.written()) == [200])
@@ -294,7 +307,8 @@ import Testing
 
     @Test func expect100ContinueWithABodyOverTheLimitIsRefusedWithoutAContinue() async throws {
         let connection = try await Connection()
-        try await connection.send("POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n")
+        try await connection.send(
+            "POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n")
         let reply = try await connection.written()
         #expect(Self.statuses(reply) == [413])
         #expect(!reply.contains("100 Continue"))
@@ -396,7 +410,9 @@ import Testing
         let connection = try await Connection()
         let session = try connection.session()
         let body = #"{"seq":1,"y":-10}"#
-        try await connection.send("POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+        try await connection.send(
+            "POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+        )
         try await connection.fire(ChannelShouldQuiesceEvent())
         try await connection.send(body)
         let reply = try await connection.written()

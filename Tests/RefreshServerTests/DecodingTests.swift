@@ -1,5 +1,6 @@
 import RefreshEngine
 import Testing
+
 @testable import RefreshServer
 
 /// The cold JSON bodies (`POST /api/sessions`, `POST /api/items`) decode through their
@@ -29,7 +30,10 @@ import Testing
         (#"{"config":{"rotation":1}}"#, "invalid_type", "config.rotation must be true or false, not a number."),
         (#"{"config":[]}"#, "invalid_type", "config must be an object, not an array."),
         (#"[]"#, "invalid_type", "the body must be an object, not an array."),
-        (#"{"config":{"top":{"threshold":1e999}}}"#, "out_of_range", "config.top.threshold must be a finite number greater than 0 and at most 100000."),
+        (
+            #"{"config":{"top":{"threshold":1e999}}}"#, "out_of_range",
+            "config.top.threshold must be a finite number greater than 0 and at most 100000."
+        ),
         (#"{"resume":{"head":1.5,"oldest":"a"}}"#, "invalid_value", "resume.head must be a whole number."),
     ])
     func sessionBodiesAreRefusedWithTheirField(text: String, code: String, message: String) throws {
@@ -48,8 +52,10 @@ import Testing
     }
 
     @Test func overridesReachTheConfig() throws {
-        let config = try ConfigDecoding.decode(try body(
-            #"{"preset":"ios15","config":{"top":{"threshold":120,"trigger":"release","labels":{"pull":"Pull"}},"news":"live","rubberBand":{"maxPull":300}}}"#))
+        let config = try ConfigDecoding.decode(
+            try body(
+                #"{"preset":"ios15","config":{"top":{"threshold":120,"trigger":"release","labels":{"pull":"Pull"}},"news":"live","rubberBand":{"maxPull":300}}}"#
+            ))
         #expect(config.top.threshold == 120)
         #expect(config.top.trigger == .release)
         #expect(config.top.labels.pull == "Pull")

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Testing
+
 @testable import RefreshServer
 
 /// The stores a `FeedSource` promise is checked against: each test of the contract runs on
@@ -92,7 +93,8 @@ enum Store: String, CaseIterable, CustomTestStringConvertible, Sendable {
             for writer in 0..<writers {
                 group.addTask {
                     for index in 0..<perWriter {
-                        let item = FeedItem(id: "w\(writer)-\(index)", title: "t", published: Timestamp(milliseconds: Int64.random(in: 0...1_000_000)))
+                        let item = FeedItem(
+                            id: "w\(writer)-\(index)", title: "t", published: Timestamp(milliseconds: Int64.random(in: 0...1_000_000)))
                         _ = try await feed.publish([item])
                     }
                     return []

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+
 @testable import RefreshServer
 
 func temporaryDatabase() -> String {
@@ -51,11 +52,17 @@ func temporaryDatabase() -> String {
         let path = temporaryDatabase()
         do {
             let feed = try SQLiteFeed(path: path)
-            _ = try await feed.publish([FeedItem(id: "kept", title: "Kept", summary: "s", link: "https://example.com/kept", author: "a", published: Timestamp(milliseconds: 5))])
+            _ = try await feed.publish([
+                FeedItem(
+                    id: "kept", title: "Kept", summary: "s", link: "https://example.com/kept", author: "a", published: Timestamp(milliseconds: 5))
+            ])
         }
         let reopened = try SQLiteFeed(path: path)
         let item = try await reopened.item(id: "kept")
-        #expect(item == FeedItem(id: "kept", title: "Kept", summary: "s", link: "https://example.com/kept", author: "a", published: Timestamp(milliseconds: 5)))
+        #expect(
+            item
+                == FeedItem(
+                    id: "kept", title: "Kept", summary: "s", link: "https://example.com/kept", author: "a", published: Timestamp(milliseconds: 5)))
     }
 
     @Test(arguments: Store.durable)

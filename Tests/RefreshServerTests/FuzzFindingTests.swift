@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RefreshServer
 
 /// Inputs the fuzz targets (Fuzz/) found a broken invariant with, each kept as a plain test;

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import RefreshServer
 
 /// A gesture posted as samples reaches the event stream as it happens, in order.
@@ -134,15 +135,17 @@ import Testing
             var content = 0.0
             for _ in 0..<3 {
                 seq += 1
-                #expect(try await server.sample(id, seq: seq, y: 0, phase: "scroll", content: content, viewport: 800)["phase"] as? String == "loading")
+                #expect(
+                    try await server.sample(id, seq: seq, y: 0, phase: "scroll", content: content, viewport: 800)["phase"] as? String == "loading")
                 let items = try await stream.events(until: "done").first { $0.event == "items" }!.json
                 loaded += (items["items"] as? [Any])?.count ?? 0
                 content = Double(loaded) * 40
             }
             #expect(loaded == 25)
             seq += 1
-            #expect(try await server.sample(id, seq: seq, y: 0, phase: "scroll", content: content, viewport: 800)["phase"] as? String == "idle",
-                    "the feed ended: no more loads")
+            #expect(
+                try await server.sample(id, seq: seq, y: 0, phase: "scroll", content: content, viewport: 800)["phase"] as? String == "idle",
+                "the feed ended: no more loads")
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import RefreshServer
 
 /// `GET /metrics` over real HTTP: each counter moves by exactly what the requests did.
@@ -139,7 +140,8 @@ import Testing
             // The readiness check, and the refresh's look at the head after its update failed.
             #expect(after[#"ptr_store_errors_total{operation="read"}"#] - before[#"ptr_store_errors_total{operation="read"}"#] == 2)
             #expect(after[#"ptr_feed_updates_total{outcome="failed"}"#] - before[#"ptr_feed_updates_total{outcome="failed"}"#] == 1)
-            #expect(after[#"ptr_actions_total{kind="refresh",outcome="failed"}"#] - before[#"ptr_actions_total{kind="refresh",outcome="failed"}"#] == 1)
+            #expect(
+                after[#"ptr_actions_total{kind="refresh",outcome="failed"}"#] - before[#"ptr_actions_total{kind="refresh",outcome="failed"}"#] == 1)
             #expect(after[Scrape.requests("/readyz", 503)] - before[Scrape.requests("/readyz", 503)] == 1)
         }
     }

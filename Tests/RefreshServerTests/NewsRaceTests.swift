@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import RefreshEngine
 import Testing
+
 @testable import RefreshServer
 
 /// Publishes racing refreshes and live prepends, checked the way a page keeps its list:

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import Synchronization
 import Testing
+
 @testable import RefreshServer
 
 /// Live news over real HTTP: what each `config.news` mode sends when the feed gains items.

@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import Synchronization
 import Testing
+
 @testable import RefreshServer
 
 /// What PostgreSQL adds to the feed contract (which `Store.postgres` checks with the other
@@ -18,7 +19,8 @@ struct PostgresFeedTests {
         }
         #expect(applied == Array(repeating: PostgresFeed.migrations.map(\.name), count: 3))
 
-        let item = FeedItem(id: "kept", title: "Kept", summary: "s", link: "https://example.com/kept", author: "a", published: Timestamp(milliseconds: 5))
+        let item = FeedItem(
+            id: "kept", title: "Kept", summary: "s", link: "https://example.com/kept", author: "a", published: Timestamp(milliseconds: 5))
         _ = try await instances[0].publish([item])
         #expect(try await instances[1].item(id: "kept") == item)
         #expect(try await instances[2].head() == FeedHead(position: 1, item: item))
@@ -56,7 +58,8 @@ struct PostgresFeedTests {
         try await eventually("the listener connects") { listener.isListening }
         // A commit that moves the head without NOTIFY: only the poll can see it.
         try await writer.client.withTransaction(logger: TestPostgres.logger) { connection in
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO item (id, title, published, position) VALUES ('quiet', 'Quiet', 1, 1)
                 """, logger: TestPostgres.logger)
             try await connection.query("UPDATE feed_head SET position = 1", logger: TestPostgres.logger)
@@ -96,7 +99,8 @@ struct PostgresFeedTests {
     }
 
     private func terminateListeners(_ feed: PostgresFeed) async throws -> Int {
-        let rows = try await feed.client.query("""
+        let rows = try await feed.client.query(
+            """
             SELECT pg_terminate_backend(pid) FROM pg_stat_activity
             WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'LISTEN%'
             """, logger: TestPostgres.logger)

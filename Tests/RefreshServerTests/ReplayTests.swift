@@ -1,5 +1,7 @@
 import Foundation
+import NIOCore
 import Testing
+
 @testable import RefreshServer
 
 /// Reconnecting with `Last-Event-ID` misses nothing and repeats nothing.
@@ -183,5 +185,3 @@ import Testing
         #expect(events.map(\.id) == [1, 1000])
     }
 }
-
-import NIOCore

@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 import Testing
+
 @testable import RefreshServer
 
 /// What keeps a web page the user visits from using a server on the user's machine: the Host
@@ -54,10 +55,14 @@ import Testing
             let body = #"{"title":"chunked"}"#
             let chunked = String(body.utf8.count, radix: 16) + "\r\n" + body + "\r\n0\r\n\r\n"
             let plain = try await RawHTTP.exchange(
-                port: port, "POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked)
+                port: port,
+                "POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                    + chunked)
             #expect(plain.hasPrefix("HTTP/1.1 415 "), "\(plain)")
             let json = try await RawHTTP.exchange(
-                port: port, "POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked)
+                port: port,
+                "POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                    + chunked)
             #expect(json.hasPrefix("HTTP/1.1 201 "), "\(json)")
         }
     }
@@ -95,7 +100,9 @@ import Testing
             #expect((page.json["items"] as? [[String: Any]])?.contains { $0["title"] as? String == "planted" } == false)
 
             // The page's own origin, a same-origin fetch, and a program that says nothing are served.
-            for (seq, headers) in [[("Origin", own)], [("Sec-Fetch-Site", "same-origin"), ("Origin", own)], [("Sec-Fetch-Site", "same-origin")], []].enumerated() {
+            for (seq, headers) in [[("Origin", own)], [("Sec-Fetch-Site", "same-origin"), ("Origin", own)], [("Sec-Fetch-Site", "same-origin")], []]
+                .enumerated()
+            {
                 let reply = try await server.post("/api/sessions/\(session)/samples", #"{"seq":\#(seq + 10),"y":0,"phase":"drag"}"#, headers: headers)
                 #expect(reply.status == 200, "\(headers): \(reply.text)")
             }
@@ -113,11 +120,13 @@ import Testing
         try await TestServer.run(configuration) { server in
             let allowed = try await RawHTTP.exchange(
                 port: server.port,
-                "POST /api/sessions HTTP/1.1\r\nHost: app.example\r\nOrigin: https://app.example:8443\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+                "POST /api/sessions HTTP/1.1\r\nHost: app.example\r\nOrigin: https://app.example:8443\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+            )
             #expect(allowed.hasPrefix("HTTP/1.1 201 "), "\(allowed)")
             let other = try await RawHTTP.exchange(
                 port: server.port,
-                "POST /api/sessions HTTP/1.1\r\nHost: app.example\r\nOrigin: https://evil.example:8443\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+                "POST /api/sessions HTTP/1.1\r\nHost: app.example\r\nOrigin: https://evil.example:8443\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+            )
             #expect(other.hasPrefix("HTTP/1.1 403 "), "\(other)")
         }
     }
@@ -131,7 +140,9 @@ import Testing
                 "GET / HTTP/1.1", "GET /app.js HTTP/1.1", "GET /healthz HTTP/1.1", "GET /api/items HTTP/1.1",
                 "GET /api/sessions/\(session)/events HTTP/1.1", "GET /nothing HTTP/1.1", "GET / HTTP/1.0",
             ] {
-                for host in ["attacker.example", "attacker.example:\(server.port)", "127.0.0.1.attacker.example", "localhost.attacker.example", "10.0.0.1"] {
+                for host in [
+                    "attacker.example", "attacker.example:\(server.port)", "127.0.0.1.attacker.example", "localhost.attacker.example", "10.0.0.1",
+                ] {
                     let reply = try await RawHTTP.exchange(port: server.port, "\(request)\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
                     #expect(reply.hasPrefix("HTTP/1.1 421 "), "\(request) for \(host): \(reply.prefix(200))")
                     #expect(reply.contains(#""error":"unknown_host""#), "\(request) for \(host)")
@@ -141,7 +152,8 @@ import Testing
             let body = #"{"seq":1,"y":-10,"phase":"drag"}"#
             let sample = try await RawHTTP.exchange(
                 port: server.port,
-                "POST /api/sessions/\(session)/samples HTTP/1.1\r\nHost: attacker.example\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+                "POST /api/sessions/\(session)/samples HTTP/1.1\r\nHost: attacker.example\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+            )
             #expect(sample.hasPrefix("HTTP/1.1 421 "), "\(sample)")
             // The names it has, whatever the port and the case.
             for host in ["localhost", "LOCALHOST:1", "127.0.0.1", "127.0.0.1:\(server.port)"] {
@@ -212,7 +224,9 @@ import Testing
         for origin in ["a.example", "https://a.example/path", "ftp://a.example", "https://", "https://a.example:99999", "null", "*"] {
             #expect(await ConfigurationTests.failure(flags: ["cors-origin": .strings([origin])]) != nil, "\(origin)")
         }
-        let loaded = try await ConfigurationTests.load(environment: ["PTR_PUBLIC_HOST": "a.example,b.example", "PTR_CORS_ORIGIN": "https://a.example/"])
+        let loaded = try await ConfigurationTests.load(environment: [
+            "PTR_PUBLIC_HOST": "a.example,b.example", "PTR_CORS_ORIGIN": "https://a.example/",
+        ])
         #expect(loaded.publicHosts == ["a.example", "b.example"])
         #expect(loaded.corsOrigins == ["https://a.example/"])
     }
@@ -229,14 +243,18 @@ import Testing
                 ("/api/sessions/\(session)/refresh", "POST, DELETE"), ("/api/sessions/\(session)/load-more", "POST"),
             ] {
                 let preflight = try await server.request(
-                    .OPTIONS, path, headers: [("Origin", "https://app.example"), ("Access-Control-Request-Method", "POST"),
-                                             ("Access-Control-Request-Headers", "content-type")])
+                    .OPTIONS, path,
+                    headers: [
+                        ("Origin", "https://app.example"), ("Access-Control-Request-Method", "POST"),
+                        ("Access-Control-Request-Headers", "content-type"),
+                    ])
                 #expect(preflight.status == 204, "\(path): \(preflight.text)")
                 #expect(preflight.headers["Access-Control-Allow-Origin"] == ["https://app.example"], "\(path)")
                 #expect(preflight.headers["Access-Control-Allow-Methods"] == [methods], "\(path)")
                 #expect(preflight.headers["Access-Control-Allow-Headers"].first?.contains("Content-Type") == true, "\(path)")
                 #expect(preflight.headers["Vary"].contains("Origin"), "\(path)")
-                let stranger = try await server.request(.OPTIONS, path, headers: [("Origin", "https://attacker.example"), ("Access-Control-Request-Method", "POST")])
+                let stranger = try await server.request(
+                    .OPTIONS, path, headers: [("Origin", "https://attacker.example"), ("Access-Control-Request-Method", "POST")])
                 #expect(stranger.status == 405, "\(path)")
                 #expect(stranger.headers["Access-Control-Allow-Origin"].isEmpty, "\(path)")
             }
@@ -271,7 +289,8 @@ import Testing
 
     @Test func withoutCORSOriginsNoPreflightIsAnswered() async throws {
         try await TestServer.run { server in
-            let preflight = try await server.request(.OPTIONS, "/api/items", headers: [("Origin", "https://app.example"), ("Access-Control-Request-Method", "POST")])
+            let preflight = try await server.request(
+                .OPTIONS, "/api/items", headers: [("Origin", "https://app.example"), ("Access-Control-Request-Method", "POST")])
             #expect(preflight.status == 405)
             #expect(preflight.headers["Access-Control-Allow-Origin"].isEmpty)
         }
@@ -325,7 +344,9 @@ import Testing
         #expect(logged.count >= 4)
         for record in logged {
             let text = record.message + record.metadata.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            #expect(!text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x2028 || (0x7F...0x9F).contains($0.value) }, "\(text.debugDescription)")
+            #expect(
+                !text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x2028 || (0x7F...0x9F).contains($0.value) },
+                "\(text.debugDescription)")
         }
         #expect(logged.contains { $0.message.contains(#"x\n2026-01-01T00:00:00+0000 critical refresh-server: forged\r\n"#) })
     }
@@ -393,7 +414,10 @@ import Testing
     /// stays one `data:` line of JSON, and nothing in it reads as markup.
     @Test func hostileLabelsCannotBreakEventFramingOrInjectMarkup() async throws {
         let hostile = "Pull\n\ndata: {\"forged\":true}\r\nevent: done\n</script><img src=x onerror=alert(1)>\u{2028}\u{2029}end"
-        let config = try String(decoding: JSONSerialization.data(withJSONObject: ["config": ["top": ["labels": ["pull": hostile, "release": hostile, "active": hostile]]]]), as: UTF8.self)
+        let config = try String(
+            decoding: JSONSerialization.data(withJSONObject: [
+                "config": ["top": ["labels": ["pull": hostile, "release": hostile, "active": hostile]]]
+            ]), as: UTF8.self)
         try await TestServer.run { server in
             let session = try await server.session(config)
             let stream = try await server.events(session)
@@ -407,7 +431,8 @@ import Testing
             let lines = block.split(separator: "\n", omittingEmptySubsequences: false)
             #expect(lines.filter { $0.hasPrefix("data:") }.count == 1, "\(block.debugDescription)")
             #expect(lines.allSatisfy { $0.hasPrefix("id:") || $0.hasPrefix("event:") || $0.hasPrefix("data:") }, "\(block.debugDescription)")
-            #expect(!block.contains("<") && !block.contains(">") && !block.contains("\r") && !block.contains("\u{2028}") && !block.contains("\u{2029}"))
+            #expect(
+                !block.contains("<") && !block.contains(">") && !block.contains("\r") && !block.contains("\u{2028}") && !block.contains("\u{2029}"))
             // The session's own answer carries the config the same way.
             let answer = try await server.get("/api/sessions/\(session)")
             #expect(!answer.text.contains("</script>") && !answer.text.contains("\u{2028}"))
@@ -435,7 +460,10 @@ enum RawHTTP {
                     for try await chunk in inbound {
                         reply += String(buffer: chunk)
                         // One answer is enough: a stream's head, or a whole answer.
-                        if let end = reply.range(of: "\r\n\r\n"), reply.contains("text/event-stream") || Self.complete(reply, headEnd: end.upperBound) { break }
+                        if let end = reply.range(of: "\r\n\r\n"), reply.contains("text/event-stream") || Self.complete(reply, headEnd: end.upperBound)
+                        {
+                            break
+                        }
                     }
                     return reply
                 }

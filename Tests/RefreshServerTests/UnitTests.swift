@@ -3,10 +3,11 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 import RefreshEngine
-import NIOHTTP1
 import Testing
+
 @testable import RefreshServer
 
 @Suite struct JSONTests {
@@ -49,7 +50,9 @@ import Testing
         json.field("nan", Double.nan)
         json.field("none", nil as String?)
         json.endObject()
-        #expect(String(buffer: json.buffer) == #"{"text":"a\"b\\c\n\u003cscript\u003e\u0026\u2028\u0001","whole":80,"fraction":0.5,"nan":null,"none":null}"#)
+        #expect(
+            String(buffer: json.buffer)
+                == #"{"text":"a\"b\\c\n\u003cscript\u003e\u0026\u2028\u0001","whole":80,"fraction":0.5,"nan":null,"none":null}"#)
         let roundTrip = try? JSONSerialization.jsonObject(with: Data(json.buffer.readableBytesView)) as? [String: Any]
         #expect(roundTrip?["text"] as? String == "a\"b\\c\n<script>&\u{2028}\u{1}")
     }
@@ -126,7 +129,8 @@ private final class SilentListener: EventListener {
         configuration.sessionIdleTimeout = .seconds(60)
         let runner = ActionRunner(feed: MemoryFeed(), news: NewsHub(), configuration: configuration)
         let store = SessionStore(runner: runner, limits: configuration)
-        let idle = try store.create(config: .init(top: Preset.standard.config.top, bottom: Preset.standard.config.bottom, rotation: true, prefetch: false), client: "test")
+        let idle = try store.create(
+            config: .init(top: Preset.standard.config.top, bottom: Preset.standard.config.bottom, rotation: true, prefetch: false), client: "test")
         let watched = try store.create(config: Preset.standard.config, client: "test")
         _ = watched.subscribe(SilentListener(), lastEventID: nil, now: .now)
         #expect(store.expireIdle(now: .now) == 0)

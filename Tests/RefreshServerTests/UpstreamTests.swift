@@ -5,6 +5,7 @@ import HummingbirdTesting
 import NIOCore
 import Synchronization
 import Testing
+
 @testable import RefreshServer
 
 /// A local upstream the test serves itself: a feed in throttled chunks, with or without
@@ -31,14 +32,16 @@ struct Upstream {
         @Sendable func throttled(_ buffer: ByteBuffer, length: Bool) -> Response {
             var headers: HTTPFields = [.contentType: "application/rss+xml", .eTag: "\"v1\""]
             if length { headers[.contentLength] = String(buffer.readableBytes) }
-            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-                var rest = buffer
-                while rest.readableBytes > 0, let chunk = rest.readSlice(length: min(1500, rest.readableBytes)) {
-                    try await writer.write(chunk)
-                    try await Task.sleep(for: .milliseconds(25))
-                }
-                try await writer.finish(nil)
-            })
+            return Response(
+                status: .ok, headers: headers,
+                body: ResponseBody { writer in
+                    var rest = buffer
+                    while rest.readableBytes > 0, let chunk = rest.readSlice(length: min(1500, rest.readableBytes)) {
+                        try await writer.write(chunk)
+                        try await Task.sleep(for: .milliseconds(25))
+                    }
+                    try await writer.finish(nil)
+                })
         }
         router.get("feed") { request, _ -> Response in
             log.requests.withLock { $0.append(("feed", request.headers[.ifNoneMatch])) }
@@ -47,11 +50,16 @@ struct Upstream {
         }
         router.get("chunked") { _, _ in throttled(feed, length: false) }
         router.get("json") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/feed+json"], body: .init(byteBuffer: ByteBuffer(string: """
-                {"version":"https://jsonfeed.org/version/1.1","title":"J","items":[{"id":"j1","title":"From JSON","date_published":"2026-11-22T10:00:00Z"}]}
-                """)))
+            Response(
+                status: .ok, headers: [.contentType: "application/feed+json"],
+                body: .init(
+                    byteBuffer: ByteBuffer(
+                        string: """
+                            {"version":"https://jsonfeed.org/version/1.1","title":"J","items":[{"id":"j1","title":"From JSON","date_published":"2026-11-22T10:00:00Z"}]}
+                            """)))
         }
-        router.get("broken") { _, _ in Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "<rss><channel><item><title>oops</channel>"))) }
+        router.get("broken") { _, _ in Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "<rss><channel><item><title>oops</channel>")))
+        }
         router.get("down") { _, _ in Response(status: .serviceUnavailable) }
         router.get("huge") { _, _ in throttled(ByteBuffer(string: rss(count: 400)), length: false) }
         router.get("hang") { _, _ -> Response in

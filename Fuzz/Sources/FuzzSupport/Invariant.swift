@@ -1,4 +1,5 @@
 import NIOCore
+
 @testable import RefreshServer
 
 /// A broken invariant is a finding: it stops the fuzzer with the input that broke it.

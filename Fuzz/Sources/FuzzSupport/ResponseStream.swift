@@ -113,7 +113,8 @@ public struct ResponseStream {
             guard let size = Int(sizeText, radix: 16), size >= 0 else { fatalError("invariant broken: chunk size \(sizeText.debugDescription)") }
             index = lineEnd + 2
             if size == 0 {
-                invariant(index == bytes.count || bytes[index...].starts(with: Array("\r\n".utf8)), "no CRLF after the last chunk: \(text(from: index))")
+                invariant(
+                    index == bytes.count || bytes[index...].starts(with: Array("\r\n".utf8)), "no CRLF after the last chunk: \(text(from: index))")
                 index = min(bytes.count, index + 2)
                 return body
             }

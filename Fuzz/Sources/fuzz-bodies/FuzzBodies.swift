@@ -1,6 +1,7 @@
 import Foundation
 import FuzzSupport
 import RefreshEngine
+
 @testable import RefreshServer
 
 /// The other JSON bodies: `POST /api/items` (one item or `{"items": [...]}`) and

@@ -8,6 +8,7 @@ import NIOEmbedded
 import NIOHTTP1
 import RefreshEngine
 import Synchronization
+
 @testable import RefreshServer
 
 /// One connection, bytes in and bytes out: NIO's request decoder and ``ConnectionHandler``
@@ -157,8 +158,10 @@ private struct Scenario {
         limits.maxHeaderFieldSize = configuration.maxHeadBytes
         try! await channel.testingEventLoop.executeInContext { [channel, routes, limits] in
             let pipeline = channel.pipeline.syncOperations
-            try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(
-                leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: limits)))
+            try pipeline.addHandler(
+                ByteToMessageHandler(
+                    HTTPRequestDecoder(
+                        leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: limits)))
             try pipeline.addHandler(ConnectionHandler(routes: routes))
         }
         try! await channel.connect(to: SocketAddress(ipAddress: "127.0.0.9", port: 5000)).get()
@@ -200,7 +203,10 @@ private struct Scenario {
         while let buffer = try? await channel.readOutbound(as: ByteBuffer.self) {
             written += buffer.readableBytesView
         }
-        invariant(!active, "the connection is still open after the client left and every deadline passed: \(String(decoding: written.suffix(300), as: UTF8.self).debugDescription)")
+        invariant(
+            !active,
+            "the connection is still open after the client left and every deadline passed: \(String(decoding: written.suffix(300), as: UTF8.self).debugDescription)"
+        )
         let answers = ResponseStream(written).answers
         if verbose { print("statuses: \(answers.map(\.status)), closed: \(!active)") }
         if active { _ = try? await channel.close() }

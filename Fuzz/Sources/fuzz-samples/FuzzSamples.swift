@@ -1,5 +1,6 @@
 import FuzzSupport
 import RefreshEngine
+
 @testable import RefreshServer
 
 /// A samples POST body: the JSON reader, then the sample decoder, then the engine. A body

@@ -135,7 +135,10 @@ enum RequestID {
     /// forge or break log lines.
     static func valid(_ given: String?) -> String? {
         guard let given, !given.isEmpty, given.utf8.count <= 64,
-            given.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) })
+            given.utf8.allSatisfy({
+                $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") || (48...57).contains($0) || (65...90).contains($0)
+                    || (97...122).contains($0)
+            })
         else { return nil }
         return given
     }

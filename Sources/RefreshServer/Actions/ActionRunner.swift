@@ -114,9 +114,11 @@ struct ActionRunner: Sendable {
         try Task.checkCancellation()
         let count = result.items.count
         let message =
-            result.replacesList ? "Showing the latest items"
-            : count == 0 ? (update.added == 0 ? "Already up to date" : update.message)
-            : count == 1 ? "1 new item" : "\(count) new items"
+            result.replacesList
+            ? "Showing the latest items"
+            : count == 0
+                ? (update.added == 0 ? "Already up to date" : update.message)
+                : count == 1 ? "1 new item" : "\(count) new items"
         try await Task.sleep(until: holdUntil, clock: ContinuousClock())
         session.progress(job, fraction: 1, stage: "done", message: message)
         return result

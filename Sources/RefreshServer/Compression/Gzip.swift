@@ -1,7 +1,8 @@
 import CompressNIO
+import Foundation
 import HTTPTypes
-import NIOHTTP1
 import NIOCore
+import NIOHTTP1
 
 enum Gzip {
     /// Whether the request's `Accept-Encoding` allows gzip (and does not refuse it with q=0).
@@ -58,5 +59,3 @@ final class GzipStream {
         return output
     }
 }
-
-import Foundation

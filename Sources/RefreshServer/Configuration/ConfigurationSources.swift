@@ -64,13 +64,14 @@ public struct ConfigurationSources: Sendable {
         let environment = environment.filter { !$0.value.isEmpty }
         var values: [AbsoluteConfigKey: ConfigValue] = [:]
         for (key, value) in flags {
-            let content: ConfigContent = switch value {
-            case .int(let value): .int(value)
-            case .double(let value): .double(value)
-            case .string(let value): .string(value)
-            case .strings(let value): .stringArray(value)
-            case .bool(let value): .bool(value)
-            }
+            let content: ConfigContent =
+                switch value {
+                case .int(let value): .int(value)
+                case .double(let value): .double(value)
+                case .string(let value): .string(value)
+                case .strings(let value): .stringArray(value)
+                case .bool(let value): .bool(value)
+                }
             values[AbsoluteConfigKey([key])] = ConfigValue(content, isSecret: false)
         }
         let variables = EnvironmentVariablesProvider(environmentVariables: environment)
@@ -128,13 +129,14 @@ public struct ConfigurationSources: Sendable {
             let value: SettingValue?
             do {
                 let reader = source.reader
-                value = switch kind {
-                case .int: try await reader.fetchInt(forKey: configKey, isSecret: isSecret).map(SettingValue.int)
-                case .double: try await reader.fetchDouble(forKey: configKey, isSecret: isSecret).map(SettingValue.double)
-                case .string: try await reader.fetchString(forKey: configKey, isSecret: isSecret).map(SettingValue.string)
-                case .strings: try await reader.fetchStringArray(forKey: configKey, isSecret: isSecret).map(SettingValue.strings)
-                case .bool: try await reader.fetchBool(forKey: configKey, isSecret: isSecret).map(SettingValue.bool)
-                }
+                value =
+                    switch kind {
+                    case .int: try await reader.fetchInt(forKey: configKey, isSecret: isSecret).map(SettingValue.int)
+                    case .double: try await reader.fetchDouble(forKey: configKey, isSecret: isSecret).map(SettingValue.double)
+                    case .string: try await reader.fetchString(forKey: configKey, isSecret: isSecret).map(SettingValue.string)
+                    case .strings: try await reader.fetchStringArray(forKey: configKey, isSecret: isSecret).map(SettingValue.strings)
+                    case .bool: try await reader.fetchBool(forKey: configKey, isSecret: isSecret).map(SettingValue.bool)
+                    }
             } catch {
                 throw ConfigurationError(
                     setting: key, subject: source.origin(key).subject(for: key, isSecret: isSecret), problem: "not \(kind.expected)")

@@ -90,7 +90,8 @@ extension ServerConfiguration {
             }
         },
         .optionalString("instance", \.instanceName, absent: "none") { name in
-            name.count <= 32 && !name.isEmpty && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-") }
+            name.count <= 32 && !name.isEmpty
+                && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-") }
                 ? nil : "must be 1 to 32 letters, digits or '-'"
         },
         .seconds("head-poll", \.headPollInterval),
@@ -152,7 +153,8 @@ extension ServerConfiguration.Setting {
             assign: { if case .double(let value) = $1 { $0[keyPath: field] = value } },
             check: { configuration in
                 let value = configuration[keyPath: field]
-                return value > 0 && value.isFinite ? nil : ConfigurationError(setting: key, value: value.shortDescription, problem: "must be a number above 0")
+                return value > 0 && value.isFinite
+                    ? nil : ConfigurationError(setting: key, value: value.shortDescription, problem: "must be a number above 0")
             },
             describe: { $0[keyPath: field].shortDescription })
     }
@@ -255,7 +257,9 @@ extension ServerConfiguration.Setting {
             guard !configuration.listensOnLoopbackOnly, configuration.publishToken == nil, !configuration.publishingDisabled else { return nil }
             return ConfigurationError(
                 setting: "host", value: configuration.host,
-                problem: "listening beyond loopback needs --publish-token (publishing is open to whoever reaches the server otherwise), or --disable-publishing for a server that takes no publishes")
+                problem:
+                    "listening beyond loopback needs --publish-token (publishing is open to whoever reaches the server otherwise), or --disable-publishing for a server that takes no publishes"
+            )
         },
         describe: { $0.publishingDisabled ? "on" : "off" })
 

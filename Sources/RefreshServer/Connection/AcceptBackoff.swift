@@ -42,7 +42,8 @@ final class AcceptBackoff: ChannelInboundHandler {
         guard Self.isExhaustion(error) else { return context.fireErrorCaught(error) }
         if failures == 0 {
             logger.warning(
-                "accepting paused: out of file descriptors or memory (\(error)); new connections wait in the backlog, retrying every \(Self.pause.nanoseconds / 1_000_000) ms")
+                "accepting paused: out of file descriptors or memory (\(error)); new connections wait in the backlog, retrying every \(Self.pause.nanoseconds / 1_000_000) ms"
+            )
         }
         failures += 1
         guard resume == nil else { return }

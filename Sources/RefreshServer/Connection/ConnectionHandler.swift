@@ -1,5 +1,5 @@
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import NIOCore
 import NIOHTTP1
 
@@ -164,7 +164,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if case .preflight(let allow) = request.route, let cors {
             routes.metrics.requestAnswered(route: RouteTable.pattern(request.head.uri, status: 204), status: 204)
             context.writeAndFlush(
-                wrapOutboundOut(ResponseHead.preflightAnswer(origin: cors, allow: allow, connection: connection, allocator: context.channel.allocator)),
+                wrapOutboundOut(
+                    ResponseHead.preflightAnswer(origin: cors, allow: allow, connection: connection, allocator: context.channel.allocator)),
                 promise: nil)
             if then == .close { closeOutput(context: context) }
             return
@@ -173,7 +174,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch routes.samples(request.head, session: session, body: request.body) {
         case .state(let state):
             context.writeAndFlush(
-                wrapOutboundOut(ResponseHead.stateAnswer(state, connection: connection, cors: cors, allocator: context.channel.allocator)), promise: nil)
+                wrapOutboundOut(ResponseHead.stateAnswer(state, connection: connection, cors: cors, allocator: context.channel.allocator)),
+                promise: nil)
         case .refused(let payload):
             write(payload, to: request.head, closes: then == .close, context: context)
         }

@@ -3,11 +3,11 @@ import NIOCore
 import NIOExtras
 import NIOHTTP1
 import NIOPosix
+import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc
 #endif
-import ServiceLifecycle
 
 /// Listens, and gives every connection NIO's HTTP/1.1 request decoder and a ``ConnectionHandler``.
 ///
@@ -77,7 +77,9 @@ struct HTTPServer: Service {
         return listeners
     }
 
-    private func listen(on group: any EventLoopGroup, port: Int, reusePort: Bool) async throws -> (channel: any Channel, quiescing: ServerQuiescingHelper) {
+    private func listen(
+        on group: any EventLoopGroup, port: Int, reusePort: Bool
+    ) async throws -> (channel: any Channel, quiescing: ServerQuiescingHelper) {
         let quiescing = ServerQuiescingHelper(group: group)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 1024)
@@ -101,8 +103,10 @@ struct HTTPServer: Service {
                     limits.maxHeaderListSize = maxHeadBytes
                     limits.maxHeaderFieldSize = maxHeadBytes
                     let pipeline = channel.pipeline.syncOperations
-                    try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(
-                        leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: limits)))
+                    try pipeline.addHandler(
+                        ByteToMessageHandler(
+                            HTTPRequestDecoder(
+                                leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: limits)))
                     try pipeline.addHandler(makeHandler())
                 }
             }

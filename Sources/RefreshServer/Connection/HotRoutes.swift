@@ -1,11 +1,11 @@
-import HTTPTypes
-import NIOHTTP1
-import NIOHTTPTypesHTTP1
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
 
 /// What a connection answers: the two requests on the gesture's path on its event loop,
 /// without a task (posting samples, opening the event stream), and everything else through
@@ -101,9 +101,10 @@ final class HotRoutes: Sendable {
                 metrics.streamShed()
                 return .overloaded(EventStream.overloadAnswer(configuration))
             }
-            guard let (stream, response, opening) = try EventStream.open(
-                session: session, listener: listener, ticket: ticket, lastEventID: lastEventID,
-                gzip: Gzip.accepted(by: head.headers), configuration: configuration)
+            guard
+                let (stream, response, opening) = try EventStream.open(
+                    session: session, listener: listener, ticket: ticket, lastEventID: lastEventID,
+                    gzip: Gzip.accepted(by: head.headers), configuration: configuration)
             else { throw APIError.sessionNotFound(id) }
             metrics.streamOpened()
             var bytes = channel.allocator.buffer(capacity: 256 + opening.readableBytes)
@@ -121,8 +122,9 @@ final class HotRoutes: Sendable {
         let session = try sessions.session(id)
         // The header is what EventSource sends on its own reconnects; the query parameter
         // lets a client that opens a new EventSource resume too.
-        guard let given = head.headers.first(name: "last-event-id")
-            ?? URI(head.uri).queryParameters["lastEventId"].map(String.init)
+        guard
+            let given = head.headers.first(name: "last-event-id")
+                ?? URI(head.uri).queryParameters["lastEventId"].map(String.init)
         else {
             return (session, nil)
         }

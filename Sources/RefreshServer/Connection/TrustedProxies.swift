@@ -1,9 +1,10 @@
+import NIOCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import NIOCore
 
 /// Who a request comes from, for the limits every client address shares. The socket's peer
 /// is the client, unless the peer is a proxy the operator trusts (`--trusted-proxy`): then

@@ -1,3 +1,5 @@
+import Foundation
+
 enum ItemDecoding {
     static let maxItems = 500
 
@@ -77,5 +79,3 @@ enum ItemDecoding {
         return "item-\(now.milliseconds)-\(index)-\(String(generator.next() as UInt32, radix: 36))"
     }
 }
-
-import Foundation

@@ -92,7 +92,9 @@ enum ResumeDecoding {
         guard let resume = try SessionRequest.decode(body).resume else { return nil }
         guard let head = resume.head else { throw .invalid("resume.head", "is required: the head the page's items were read at") }
         guard head >= 0 else { throw .outOfRange("resume.head must be at least 0.") }
-        guard let oldest = resume.oldest, !oldest.isEmpty else { throw .invalid("resume.oldest", "is required: the id of the last item the page shows") }
+        guard let oldest = resume.oldest, !oldest.isEmpty else {
+            throw .invalid("resume.oldest", "is required: the id of the last item the page shows")
+        }
         let pagedThrough = resume.pagedThrough ?? head
         guard (0...head).contains(pagedThrough) else { throw .outOfRange("resume.pagedThrough must be 0…head.") }
         return Resume(head: FeedPosition(head), oldest: oldest, pagedThrough: FeedPosition(pagedThrough))

@@ -97,12 +97,14 @@ struct ListenerGroups: Sendable {
     mutating func insert(_ listener: any EventListener) -> LoopListeners? {
         let loop = listener.eventLoop
         var created: LoopListeners?
-        let group = groups.first { $0.loop === loop } ?? {
-            let group = LoopListeners(loop: loop)
-            groups.append(group)
-            created = group
-            return group
-        }()
+        let group =
+            groups.first { $0.loop === loop }
+            ?? {
+                let group = LoopListeners(loop: loop)
+                groups.append(group)
+                created = group
+                return group
+            }()
         positions[ObjectIdentifier(listener)] = group.members.withLock { members in
             members.append(listener)
             return members.count - 1

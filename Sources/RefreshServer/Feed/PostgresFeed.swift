@@ -72,7 +72,8 @@ public final class PostgresFeed: FeedSource, Sendable {
                     if let seed, try await feed.isEmpty { try await feed.seed(seed) }
                     return
                 } catch {
-                    logger.warning("PostgreSQL is not ready; trying again", metadata: ["error": "\(String(reflecting: error))", "retryIn": "\(wait)"])
+                    logger.warning(
+                        "PostgreSQL is not ready; trying again", metadata: ["error": "\(String(reflecting: error))", "retryIn": "\(wait)"])
                     try? await Task.sleep(for: wait)
                     wait = min(wait * 2, .seconds(5))
                 }
@@ -85,25 +86,28 @@ public final class PostgresFeed: FeedSource, Sendable {
     /// Versioned schema changes, applied in order, each once, by whichever instance comes
     /// first (the others wait on the lock and then find them applied).
     static let migrations: [(name: String, sql: [String])] = [
-        ("v1: items, positions, upstream validators", [
-            // Ids compare byte by byte, as in SQLite and in the cursors pages carry.
-            """
-            CREATE TABLE item (
-                id text COLLATE "C" PRIMARY KEY,
-                title text NOT NULL,
-                summary text,
-                link text,
-                author text,
-                published bigint NOT NULL,
-                position bigint NOT NULL UNIQUE
-            )
-            """,
-            "CREATE INDEX item_order ON item (published, id)",
-            // One row: the newest position. Writers lock it until they commit.
-            "CREATE TABLE feed_head (one boolean PRIMARY KEY DEFAULT true CHECK (one), position bigint NOT NULL)",
-            "INSERT INTO feed_head (position) VALUES (0)",
-            "CREATE TABLE upstream (url text PRIMARY KEY, etag text, last_modified text, checked bigint)",
-        ]),
+        (
+            "v1: items, positions, upstream validators",
+            [
+                // Ids compare byte by byte, as in SQLite and in the cursors pages carry.
+                """
+                CREATE TABLE item (
+                    id text COLLATE "C" PRIMARY KEY,
+                    title text NOT NULL,
+                    summary text,
+                    link text,
+                    author text,
+                    published bigint NOT NULL,
+                    position bigint NOT NULL UNIQUE
+                )
+                """,
+                "CREATE INDEX item_order ON item (published, id)",
+                // One row: the newest position. Writers lock it until they commit.
+                "CREATE TABLE feed_head (one boolean PRIMARY KEY DEFAULT true CHECK (one), position bigint NOT NULL)",
+                "INSERT INTO feed_head (position) VALUES (0)",
+                "CREATE TABLE upstream (url text PRIMARY KEY, etag text, last_modified text, checked bigint)",
+            ]
+        )
     ]
 
     /// Advisory lock keys: the schema's migration, and the upstream refresh.
@@ -224,14 +228,18 @@ public final class PostgresFeed: FeedSource, Sendable {
     }
 
     public func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage {
-        try await page(limit: limit, """
+        try await page(
+            limit: limit,
+            """
             SELECT * FROM item WHERE (published, id) > (\(cursor.published.milliseconds), \(cursor.id))
             ORDER BY published DESC, id DESC LIMIT \(limit + 1)
             """)
     }
 
     public func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
-        try await page(limit: limit, """
+        try await page(
+            limit: limit,
+            """
             SELECT * FROM item WHERE position > \(position) ORDER BY published DESC, id DESC LIMIT \(limit + 1)
             """)
     }
@@ -239,12 +247,16 @@ public final class PostgresFeed: FeedSource, Sendable {
     public func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
         let through = position ?? .max
         if let cursor {
-            return try await page(limit: limit, """
+            return try await page(
+                limit: limit,
+                """
                 SELECT * FROM item WHERE (published, id) < (\(cursor.published.milliseconds), \(cursor.id)) AND position <= \(through)
                 ORDER BY published DESC, id DESC LIMIT \(limit + 1)
                 """)
         }
-        return try await page(limit: limit, """
+        return try await page(
+            limit: limit,
+            """
             SELECT * FROM item WHERE position <= \(through) ORDER BY published DESC, id DESC LIMIT \(limit + 1)
             """)
     }
@@ -257,7 +269,8 @@ public final class PostgresFeed: FeedSource, Sendable {
         try await migrated()
         // The head's position as an init plan, so the item is one index lookup whatever the
         // planner's statistics say; an empty feed (head 0) has no such row.
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             SELECT position, id, title, summary, link, author, published FROM item
             WHERE position = (SELECT position FROM feed_head)
             """, logger: logger)
@@ -288,7 +301,8 @@ public final class PostgresFeed: FeedSource, Sendable {
 
     private func readItem(id: String) async throws -> FeedItem? {
         try await migrated()
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             SELECT position, id, title, summary, link, author, published FROM item WHERE id = \(id)
             """, logger: logger)
         for try await row in rows.decode(ItemRow.self) { return Self.item(row) }
@@ -326,7 +340,8 @@ public final class PostgresFeed: FeedSource, Sendable {
             try attempt.mayGoOn()
             // A writer stuck holding the head would stop every instance's writes: waiting for
             // it ends within the deadline.
-            try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = '\(Self.operationDeadline.components.seconds)s'"), logger: logger)
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = '\(Self.operationDeadline.components.seconds)s'"), logger: logger)
             var head: FeedPosition = 0
             for try await position in try await connection.query("SELECT position FROM feed_head FOR UPDATE", logger: logger).decode(Int64.self) {
                 head = position
@@ -341,14 +356,16 @@ public final class PostgresFeed: FeedSource, Sendable {
                 let published = item.published.milliseconds
                 if existing.contains(item.id) {
                     guard replacing else { continue }
-                    try await connection.query("""
+                    try await connection.query(
+                        """
                         UPDATE item SET title = \(item.title), summary = \(item.summary), link = \(item.link),
                         author = \(item.author), published = \(published) WHERE id = \(item.id)
                         """, logger: logger)
                 } else {
                     head += 1
                     added += 1
-                    try await connection.query("""
+                    try await connection.query(
+                        """
                         INSERT INTO item (id, title, summary, link, author, published, position)
                         VALUES (\(item.id), \(item.title), \(item.summary), \(item.link), \(item.author), \(published), \(head))
                         """, logger: logger)
@@ -387,8 +404,9 @@ public final class PostgresFeed: FeedSource, Sendable {
             // Too late to say no to a write that is committing: its outcome is the answer.
             guard attempt.abandon() else { return }
             work.cancel()
-            answer.give(.failure(
-                FeedStoreUnavailable("PostgreSQL did not answer within \(ActionRunner.describe(Self.operationDeadline)) while \(doing)")))
+            answer.give(
+                .failure(
+                    FeedStoreUnavailable("PostgreSQL did not answer within \(ActionRunner.describe(Self.operationDeadline)) while \(doing)")))
         }
         defer { timer.cancel() }
         let outcome = await withTaskCancellationHandler {
@@ -435,7 +453,9 @@ public final class PostgresFeed: FeedSource, Sendable {
                     let ready = state.withLock { state -> Result<T, any Error>? in
                         switch state {
                         case .answered(let result): return result
-                        case .waiting: state = .waiting(continuation); return nil
+                        case .waiting:
+                            state = .waiting(continuation)
+                            return nil
                         }
                     }
                     if let ready { continuation.resume(returning: ready) }
@@ -521,7 +541,8 @@ extension PostgresFeed: UpstreamStore {
     }
 
     private func writeValidators(_ validators: UpstreamValidators, for url: String) async throws {
-        try await client.query("""
+        try await client.query(
+            """
             INSERT INTO upstream (url, etag, last_modified, checked) VALUES (\(url), \(validators.etag), \(validators.lastModified), \(Timestamp.now().milliseconds))
             ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified, checked = excluded.checked
             """, logger: logger)
@@ -553,7 +574,9 @@ struct PostgresLocation: Equatable {
         guard Self.isPostgresURL(text), let url = URLComponents(string: text) else {
             throw ConfigurationError("database URL must look like postgres://USER[:PASSWORD]@HOST[:PORT]/DB")
         }
-        guard let user = url.percentEncodedUser, !user.isEmpty else { throw ConfigurationError("database URL names no user (postgres://USER@HOST/DB)") }
+        guard let user = url.percentEncodedUser, !user.isEmpty else {
+            throw ConfigurationError("database URL names no user (postgres://USER@HOST/DB)")
+        }
         guard let host = url.host, !host.isEmpty else { throw ConfigurationError("database URL names no host (postgres://USER@HOST/DB)") }
         let database = String(url.percentEncodedPath.drop(while: { $0 == "/" }))
         guard !database.isEmpty, !database.contains("/") else { throw ConfigurationError("database URL names no database (postgres://USER@HOST/DB)") }

@@ -53,10 +53,11 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
         migrator.registerMigration("v3: feed positions") { db in
             // Items stored before positions existed take them in feed order, oldest first.
             try db.alter(table: "item") { table in table.add(column: "position", .integer) }
-            try db.execute(sql: """
-                WITH ranked AS (SELECT id, ROW_NUMBER() OVER (ORDER BY published, id) AS position FROM item)
-                UPDATE item SET position = (SELECT position FROM ranked WHERE ranked.id = item.id)
-                """)
+            try db.execute(
+                sql: """
+                    WITH ranked AS (SELECT id, ROW_NUMBER() OVER (ORDER BY published, id) AS position FROM item)
+                    UPDATE item SET position = (SELECT position FROM ranked WHERE ranked.id = item.id)
+                    """)
             try db.create(index: "item_position", on: "item", columns: ["position"], unique: true)
         }
         return migrator
@@ -83,20 +84,24 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
 
     public func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage {
         try await database.read { db in
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT * FROM item WHERE published > ? OR (published = ? AND id > ?)
-                ORDER BY published DESC, id DESC LIMIT ?
-                """, arguments: [cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, limit + 1])
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM item WHERE published > ? OR (published = ? AND id > ?)
+                    ORDER BY published DESC, id DESC LIMIT ?
+                    """, arguments: [cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, limit + 1])
             return try Self.page(rows, limit: limit, db)
         }
     }
 
     public func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
         try await database.read { db in
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT * FROM item INDEXED BY item_position WHERE position > ?
-                ORDER BY published DESC, id DESC LIMIT ?
-                """, arguments: [position, limit + 1])
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM item INDEXED BY item_position WHERE position > ?
+                    ORDER BY published DESC, id DESC LIMIT ?
+                    """, arguments: [position, limit + 1])
             return try Self.page(rows, limit: limit, db)
         }
     }
@@ -114,10 +119,12 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
             let rows: [Row]
             let through = position ?? .max
             if let cursor {
-                rows = try Row.fetchAll(db, sql: """
-                    SELECT * FROM item WHERE (published < ? OR (published = ? AND id < ?)) AND position <= ?
-                    ORDER BY published DESC, id DESC LIMIT ?
-                    """, arguments: [cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, through, limit + 1])
+                rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT * FROM item WHERE (published < ? OR (published = ? AND id < ?)) AND position <= ?
+                        ORDER BY published DESC, id DESC LIMIT ?
+                        """, arguments: [cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, through, limit + 1])
             } else {
                 rows = try Row.fetchAll(
                     db, sql: "SELECT * FROM item WHERE position <= ? ORDER BY published DESC, id DESC LIMIT ?",
@@ -180,13 +187,15 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
             let existed = try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM item WHERE id = ?)", arguments: [item.id]) ?? false
             if existed {
                 guard replacing else { continue }
-                try db.execute(sql: """
-                    UPDATE item SET title = ?, summary = ?, link = ?, author = ?, published = ? WHERE id = ?
-                    """, arguments: [item.title, item.summary, item.link, item.author, item.published.milliseconds, item.id])
+                try db.execute(
+                    sql: """
+                        UPDATE item SET title = ?, summary = ?, link = ?, author = ?, published = ? WHERE id = ?
+                        """, arguments: [item.title, item.summary, item.link, item.author, item.published.milliseconds, item.id])
             } else {
-                try db.execute(sql: """
-                    INSERT INTO item (id, title, summary, link, author, published, position) VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [item.id, item.title, item.summary, item.link, item.author, item.published.milliseconds, next])
+                try db.execute(
+                    sql: """
+                        INSERT INTO item (id, title, summary, link, author, published, position) VALUES (?, ?, ?, ?, ?, ?, ?)
+                        """, arguments: [item.id, item.title, item.summary, item.link, item.author, item.published.milliseconds, next])
                 next += 1
                 added += 1
             }
@@ -203,10 +212,11 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
 
     func saveValidators(_ validators: UpstreamValidators, for url: String) async throws {
         try await database.write { db in
-            try db.execute(sql: """
-                INSERT INTO upstream (url, etag, lastModified, checked) VALUES (?, ?, ?, ?)
-                ON CONFLICT(url) DO UPDATE SET etag = excluded.etag, lastModified = excluded.lastModified, checked = excluded.checked
-                """, arguments: [url, validators.etag, validators.lastModified, Timestamp.now().milliseconds])
+            try db.execute(
+                sql: """
+                    INSERT INTO upstream (url, etag, lastModified, checked) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(url) DO UPDATE SET etag = excluded.etag, lastModified = excluded.lastModified, checked = excluded.checked
+                    """, arguments: [url, validators.etag, validators.lastModified, Timestamp.now().milliseconds])
         }
     }
 

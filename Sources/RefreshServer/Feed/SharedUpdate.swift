@@ -33,18 +33,19 @@ final class SharedUpdate: Sendable {
             state.nextListener += 1
             state.listeners[listener] = progress
             if let flight = state.flight { return (flight, listener, state.latest) }
-            let flight = Flight(task: Task { [source, metrics] in
-                defer { self.landed() }
-                let started = ContinuousClock.now
-                do {
-                    let update = try await source.update { progress in self.broadcast(progress) }
-                    metrics.feedUpdated(.completed, in: .now - started)
-                    return update
-                } catch {
-                    metrics.feedUpdated(error is CancellationError || Task.isCancelled ? .cancelled : .failed, in: .now - started)
-                    throw error
-                }
-            })
+            let flight = Flight(
+                task: Task { [source, metrics] in
+                    defer { self.landed() }
+                    let started = ContinuousClock.now
+                    do {
+                        let update = try await source.update { progress in self.broadcast(progress) }
+                        metrics.feedUpdated(.completed, in: .now - started)
+                        return update
+                    } catch {
+                        metrics.feedUpdated(error is CancellationError || Task.isCancelled ? .cancelled : .failed, in: .now - started)
+                        throw error
+                    }
+                })
             state.flight = flight
             state.latest = nil
             return (flight, listener, nil)

@@ -33,7 +33,6 @@ struct JSONFields {
         return number
     }
 
-
     /// An integer; a non-finite or fractional number is the wrong type here.
     func int(_ key: String) throws(APIError) -> Int? {
         guard let number = try double(key) else { return nil }
@@ -42,7 +41,6 @@ struct JSONFields {
         }
         return Int(number)
     }
-
 
     func string(_ key: String) throws(APIError) -> String? {
         guard let value = present(key) else { return nil }

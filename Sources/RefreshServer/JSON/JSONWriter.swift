@@ -118,7 +118,10 @@ extension ByteBuffer {
     mutating func writeJSONString(_ string: String) {
         writeInteger(UInt8(ascii: "\""))
         let clean = string.utf8.withContiguousStorageIfAvailable { bytes in
-            !bytes.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">") || $0 == UInt8(ascii: "&") || $0 == 0xE2 }
+            !bytes.contains {
+                $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">")
+                    || $0 == UInt8(ascii: "&") || $0 == 0xE2
+            }
         }
         if clean == true {
             writeString(string)

@@ -68,7 +68,8 @@ public struct LineSafeLogHandler<Wrapped: LogHandler>: LogHandler {
     /// Backslashes are left as they are: only what could end the line is escaped here (the
     /// server's own escaping, before, writes them as `\\`).
     private static func lineSafe(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x2028 || $0.value == 0x2029 }) else {
+        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x2028 || $0.value == 0x2029 })
+        else {
             return text
         }
         return text.escapedForLog

@@ -95,11 +95,15 @@ public final class ServerMetrics: Sendable {
         openStreams = gauge("open_streams", "Open event streams.")
         samplesApplied = counter("samples_applied", "Samples the gesture engine took.", [])
         samplesIgnored = counter("samples_ignored", "Samples ignored for an old seq (a retry or a reordered request).", [])
-        sampleRefusals = Dictionary(uniqueKeysWithValues: SampleRefusal.allCases.map { reason in
-            (reason, counter(
-                "sample_requests_refused", "Samples requests refused, by reason; a refused request changes nothing.",
-                [("reason", reason.rawValue)]))
-        })
+        sampleRefusals = Dictionary(
+            uniqueKeysWithValues: SampleRefusal.allCases.map { reason in
+                (
+                    reason,
+                    counter(
+                        "sample_requests_refused", "Samples requests refused, by reason; a refused request changes nothing.",
+                        [("reason", reason.rawValue)])
+                )
+            })
         sampleWrite = LatencyHistogram(
             name: "ptr_sample_write_seconds",
             help: "From a samples request's arrival to its state event written to the first stream of its session.",
@@ -111,9 +115,14 @@ public final class ServerMetrics: Sendable {
 
         replayHits = counter("replay_hits", "Reconnects with Last-Event-ID served from the replay buffer.", [])
         replayMisses = counter("replay_misses", "Reconnects with Last-Event-ID past the replay buffer, answered with reset.", [])
-        resets = Dictionary(uniqueKeysWithValues: ResetCause.allCases.map { cause in
-            (cause, counter("resets", "reset events sent, by cause: a stream's gap, or a refresh that replaced the list.", [("cause", cause.rawValue)]))
-        })
+        resets = Dictionary(
+            uniqueKeysWithValues: ResetCause.allCases.map { cause in
+                (
+                    cause,
+                    counter(
+                        "resets", "reset events sent, by cause: a stream's gap, or a refresh that replaced the list.", [("cause", cause.rawValue)])
+                )
+            })
         coalesced = counter("events_coalesced", "Superseded state and news events a stream never got: it was sent only the latest.", [])
         newsFanOut = timer(
             "news_fanout", "From the feed's head moving to the last event loop having written its streams' news.",
@@ -122,29 +131,42 @@ public final class ServerMetrics: Sendable {
                 .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .microseconds(2_500_000), .seconds(5),
             ])
 
-        actions = Dictionary(uniqueKeysWithValues: ActionKey.all.map { key in
-            (key, counter(
-                "actions", "Refreshes and load-mores finished, by kind and outcome.",
-                [("kind", key.kind.rawValue), ("outcome", key.outcome.rawValue)]))
-        })
+        actions = Dictionary(
+            uniqueKeysWithValues: ActionKey.all.map { key in
+                (
+                    key,
+                    counter(
+                        "actions", "Refreshes and load-mores finished, by kind and outcome.",
+                        [("kind", key.kind.rawValue), ("outcome", key.outcome.rawValue)])
+                )
+            })
         let slow: [Duration] = [
             .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
             .microseconds(2_500_000), .seconds(5), .seconds(10), .seconds(20), .seconds(30),
         ]
-        feedUpdates = Dictionary(uniqueKeysWithValues: Outcome.allCases.map { outcome in
-            (outcome, counter(
-                "feed_updates", "Feed updates from upstream (one shared by every refresh that joins it), by outcome.",
-                [("outcome", outcome.rawValue)]))
-        })
+        feedUpdates = Dictionary(
+            uniqueKeysWithValues: Outcome.allCases.map { outcome in
+                (
+                    outcome,
+                    counter(
+                        "feed_updates", "Feed updates from upstream (one shared by every refresh that joins it), by outcome.",
+                        [("outcome", outcome.rawValue)])
+                )
+            })
         feedUpdateDuration = timer("feed_update_duration", "How long a feed update from upstream took.", buckets: slow)
-        upstreamFetches = Dictionary(uniqueKeysWithValues: Outcome.allCases.map { outcome in
-            (outcome, counter(
-                "upstream_fetches", "Fetches of one upstream feed (download, parse, store), by outcome.", [("outcome", outcome.rawValue)]))
-        })
+        upstreamFetches = Dictionary(
+            uniqueKeysWithValues: Outcome.allCases.map { outcome in
+                (
+                    outcome,
+                    counter(
+                        "upstream_fetches", "Fetches of one upstream feed (download, parse, store), by outcome.", [("outcome", outcome.rawValue)])
+                )
+            })
         upstreamFetchDuration = timer("upstream_fetch_duration", "How long fetching one upstream feed took.", buckets: slow)
-        storeErrors = Dictionary(uniqueKeysWithValues: StoreOperation.allCases.map { operation in
-            (operation, counter("store_errors", "Failed reads and writes of the feed store.", [("operation", operation.rawValue)]))
-        })
+        storeErrors = Dictionary(
+            uniqueKeysWithValues: StoreOperation.allCases.map { operation in
+                (operation, counter("store_errors", "Failed reads and writes of the feed store.", [("operation", operation.rawValue)]))
+            })
         notificationReconnects = counter(
             "notification_reconnects", "Times the PostgreSQL notification connection was lost and made again.", [])
     }

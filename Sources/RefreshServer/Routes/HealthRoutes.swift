@@ -16,7 +16,8 @@ struct HealthRoutes<Context: RequestContext>: Sendable {
 
     @Sendable func ready(_ request: Request, context: Context) async throws -> Response {
         if let listener, !listener.isListening {
-            throw APIError(.serviceUnavailable, "notifications_unavailable", "The connection that brings news from other instances is down.", retryAfter: 5)
+            throw APIError(
+                .serviceUnavailable, "notifications_unavailable", "The connection that brings news from other instances is down.", retryAfter: 5)
         }
         do {
             try await withThrowingTaskGroup(of: Bool.self) { group in
@@ -30,7 +31,9 @@ struct HealthRoutes<Context: RequestContext>: Sendable {
                 }
                 defer { group.cancelAll() }
                 guard try await group.next() == true else {
-                    throw APIError(.serviceUnavailable, "store_unavailable", "The feed store did not answer within \(ActionRunner.describe(deadline)).", retryAfter: 5)
+                    throw APIError(
+                        .serviceUnavailable, "store_unavailable", "The feed store did not answer within \(ActionRunner.describe(deadline)).",
+                        retryAfter: 5)
                 }
             }
         } catch let error as APIError {

@@ -19,7 +19,9 @@ struct ItemRoutes: Sendable {
         let query = request.uri.queryParameters
         var limit = configuration.pageSize
         if let text = query["limit"] {
-            guard let value = Int(String(text)), value > 0 else { throw APIError.invalid("limit", "must be a whole number from 1 to \(Self.maxLimit)") }
+            guard let value = Int(String(text)), value > 0 else {
+                throw APIError.invalid("limit", "must be a whole number from 1 to \(Self.maxLimit)")
+            }
             guard value <= Self.maxLimit else { throw APIError.outOfRange("limit must be at most \(Self.maxLimit).") }
             limit = value
         }

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import Hummingbird
 import RefreshEngine
@@ -118,6 +119,3 @@ struct SessionRoutes: Sendable {
         }
     }
 }
-
-
-import Foundation

@@ -213,7 +213,10 @@ extension RequestPolicy {
         let bare = bare(name)
         guard !bare.isEmpty, bare.utf8.count <= 253 else { return false }
         if bare.contains(":") { return isIPLiteral(bare.utf8[...]) }
-        return bare.utf8.allSatisfy { isHexDigit($0) || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
+        return bare.utf8.allSatisfy {
+            isHexDigit($0) || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) || $0 == UInt8(ascii: "-")
+                || $0 == UInt8(ascii: ".")
+        }
     }
 
     /// An origin `--cors-origin` accepts: `http` or `https`, a host, perhaps a port, no path.

@@ -58,11 +58,12 @@ public final class Session: Sendable {
         self.config = config
         self.client = client
         self.runner = runner
-        self.state = Mutex(State(
-            engine: RefreshEngine(config: config),
-            log: EventLog(capacity: limits.replayBufferLength),
-            bucket: TokenBucket(rate: limits.maxSamplesPerSecond, now: now),
-            lastActive: now))
+        self.state = Mutex(
+            State(
+                engine: RefreshEngine(config: config),
+                log: EventLog(capacity: limits.replayBufferLength),
+                bucket: TokenBucket(rate: limits.maxSamplesPerSecond, now: now),
+                lastActive: now))
     }
 
     // MARK: - Inputs from the API
@@ -183,9 +184,11 @@ public final class Session: Sendable {
                 // What was told may now be shown: a later head is told afresh.
                 if state.window.shown != shown { state.announced = 0 }
                 let hasMore = result.hasMore ?? state.engine.hasMore
-                state.log.append(.items, EventData.items(
-                    action: job.id, op: result.op.rawValue, items: result.items, hasMore: hasMore,
-                    head: result.head.flatMap { _ in state.window.shown }))
+                state.log.append(
+                    .items,
+                    EventData.items(
+                        action: job.id, op: result.op.rawValue, items: result.items, hasMore: hasMore,
+                        head: result.head.flatMap { _ in state.window.shown }))
                 state.log.append(.done, EventData.done(action: job.id, kind: job.kind, outcome: .completed, added: result.items.count, error: nil))
                 effects = state.engine.actionFinished(job.id, outcome: .completed, hasMore: result.hasMore)
             case .failed(let message):
@@ -247,10 +250,11 @@ public final class Session: Sendable {
     /// Live mode: reads what the feed gained after `shown` and prepends it, unless the page
     /// moved on meanwhile (a gesture, an action, a refresh that brought the items itself).
     private func bringIn(after shown: FeedPosition, _ state: inout State) {
-        state.live = .running(Task { [runner] in
-            let read = await runner.news.added(after: shown, in: runner.feed, limit: runner.pageSize)
-            self.broughtIn(read, after: shown)
-        })
+        state.live = .running(
+            Task { [runner] in
+                let read = await runner.news.added(after: shown, in: runner.feed, limit: runner.pageSize)
+                self.broughtIn(read, after: shown)
+            })
     }
 
     private func broughtIn(_ read: LiveRead?, after shown: FeedPosition) {

@@ -29,7 +29,8 @@ public final class SessionStore: Sendable {
 
     /// A new session for `client` (its address, see ``TrustedProxies``).
     func create(config: RefreshConfig, client: String) throws(APIError) -> Session {
-        let session = Session(id: Self.newID(instance: limits.instanceName), config: config, client: client, runner: runner, limits: limits, now: .now)
+        let session = Session(
+            id: Self.newID(instance: limits.instanceName), config: config, client: client, runner: runner, limits: limits, now: .now)
         try registry.withLock { (registry) throws(APIError) in
             guard registry.sessions.count < limits.maxSessions else {
                 throw APIError(

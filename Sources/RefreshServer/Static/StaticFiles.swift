@@ -38,7 +38,8 @@ public struct StaticFiles: Sendable {
             let body = ByteBuffer(bytes: data)
             let contentType = Self.contentType(for: url.pathExtension)
             let etag = "\"\(Self.hash(data))\""
-            let compressible = contentType.hasPrefix("text/") || contentType.contains("javascript") || contentType.contains("json")
+            let compressible =
+                contentType.hasPrefix("text/") || contentType.contains("javascript") || contentType.contains("json")
                 || contentType.contains("svg") || contentType.contains("yaml")
             let gzipped = compressible ? Gzip.compress(body).flatMap { $0.readableBytes < body.readableBytes ? $0 : nil } : nil
             files["/" + relative] = File(
@@ -65,10 +66,12 @@ public struct StaticFiles: Sendable {
             .contentSecurityPolicy: Self.contentSecurityPolicy,
             .init("Referrer-Policy")!: "no-referrer",
         ]
-        if let match = request.headers[.ifNoneMatch], match.split(separator: ",").contains(where: {
-            let tag = $0.trimmingCharacters(in: .whitespaces)
-            return tag == etag || tag == "W/\(etag)" || tag == "*"
-        }) {
+        if let match = request.headers[.ifNoneMatch],
+            match.split(separator: ",").contains(where: {
+                let tag = $0.trimmingCharacters(in: .whitespaces)
+                return tag == etag || tag == "W/\(etag)" || tag == "*"
+            })
+        {
             return Response(status: .notModified, headers: headers)
         }
         let body = useGzip ? file.gzipped! : file.body

@@ -1,4 +1,5 @@
 import Synchronization
+
 @testable import RefreshServer
 
 /// A memory feed whose update takes its time in steps, counts its calls, and can fail or

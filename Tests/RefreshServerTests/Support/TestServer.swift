@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOHTTP1
+
 @testable import RefreshServer
 
 /// A server on an ephemeral port, spoken to over real HTTP with AsyncHTTPClient so event
@@ -103,7 +104,9 @@ struct TestServer {
     }
 
     @discardableResult
-    func sample(_ session: String, seq: Int, y: Double, phase: String = "drag", content: Double? = nil, viewport: Double? = nil) async throws -> [String: Any] {
+    func sample(
+        _ session: String, seq: Int, y: Double, phase: String = "drag", content: Double? = nil, viewport: Double? = nil
+    ) async throws -> [String: Any] {
         var fields = ["\"seq\":\(seq)", "\"y\":\(y)", "\"phase\":\"\(phase)\""]
         if let content { fields.append("\"contentHeight\":\(content)") }
         if let viewport { fields.append("\"viewportHeight\":\(viewport)") }

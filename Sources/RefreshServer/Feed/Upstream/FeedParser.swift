@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
@@ -32,18 +33,22 @@ enum FeedParser {
             throw Malformed(description: "it is JSON but not a JSON Feed (no jsonfeed.org version)")
         }
         guard let entries = root["items"] as? [[String: Any]] else { throw Malformed(description: "a JSON Feed needs an items array") }
-        let feedAuthor = ((root["authors"] as? [[String: Any]])?.first?["name"] as? String) ?? ((root["author"] as? [String: Any])?["name"] as? String)
+        let feedAuthor =
+            ((root["authors"] as? [[String: Any]])?.first?["name"] as? String) ?? ((root["author"] as? [String: Any])?["name"] as? String)
         return entries.compactMap { entry in
             let id = (entry["id"] as? String) ?? (entry["id"] as? NSNumber)?.stringValue ?? (entry["url"] as? String)
             let title = PlainText.from(entry["title"] as? String) ?? PlainText.from(entry["content_text"] as? String).map { String($0.prefix(120)) }
             guard let id, let title else { return nil }
-            let summary = PlainText.from(entry["summary"] as? String) ?? PlainText.from(entry["content_text"] as? String)
+            let summary =
+                PlainText.from(entry["summary"] as? String) ?? PlainText.from(entry["content_text"] as? String)
                 ?? PlainText.from(entry["content_html"] as? String)
-            let published = (entry["date_published"] as? String).flatMap { Timestamp(rfc3339: $0) }
+            let published =
+                (entry["date_published"] as? String).flatMap { Timestamp(rfc3339: $0) }
                 ?? (entry["date_modified"] as? String).flatMap { Timestamp(rfc3339: $0) } ?? Timestamp.now()
             let author = ((entry["authors"] as? [[String: Any]])?.first?["name"] as? String) ?? feedAuthor
-            return FeedItem(id: id, title: title, summary: summary.map { String($0.prefix(5000)) }, link: entry["url"] as? String,
-                            author: author, published: published)
+            return FeedItem(
+                id: id, title: title, summary: summary.map { String($0.prefix(5000)) }, link: entry["url"] as? String,
+                author: author, published: published)
         }
     }
 
@@ -83,7 +88,8 @@ private final class XMLFeedReader: NSObject, XMLParserDelegate {
     private var text = ""
     private var path: [String] = []
 
-    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:])
+    {
         if root == nil {
             root = name
             switch name.lowercased() {
@@ -159,9 +165,10 @@ private final class XMLFeedReader: NSObject, XMLParserDelegate {
         let published = entry["published"].flatMap { Timestamp(rfc3339: $0) ?? Timestamp(rfc822: $0) } ?? Timestamp.now()
         let link = entry["link"].flatMap { $0.lowercased().hasPrefix("http") ? $0 : nil }
         let author = PlainText.from(entry["author"]).map { String($0.prefix(200)) }
-        return FeedItem(id: String(id.prefix(500)), title: String(title.prefix(500)),
-                        summary: PlainText.from(entry["summary"]).map { String($0.prefix(5000)) },
-                        link: link, author: author, published: published)
+        return FeedItem(
+            id: String(id.prefix(500)), title: String(title.prefix(500)),
+            summary: PlainText.from(entry["summary"]).map { String($0.prefix(5000)) },
+            link: link, author: author, published: published)
     }
 }
 
@@ -173,8 +180,15 @@ enum PlainText {
         var text = ""
         var inTag = false
         for character in markup {
-            if character == "<" { inTag = true; continue }
-            if character == ">", inTag { inTag = false; text.append(" "); continue }
+            if character == "<" {
+                inTag = true
+                continue
+            }
+            if character == ">", inTag {
+                inTag = false
+                text.append(" ")
+                continue
+            }
             if !inTag { text.append(character) }
         }
         let folded = decodingEntities(text).split(whereSeparator: \.isWhitespace).joined(separator: " ")
@@ -238,7 +252,10 @@ extension Timestamp {
         let clock = parts[3].split(separator: ":").compactMap { Int($0) }
         guard clock.count >= 2 else { return nil }
         let zone = parts.count > 4 ? parts[4].uppercased() : "GMT"
-        let offsets = ["GMT": 0, "UT": 0, "UTC": 0, "Z": 0, "EST": -300, "EDT": -240, "CST": -360, "CDT": -300, "MST": -420, "MDT": -360, "PST": -480, "PDT": -420]
+        let offsets = [
+            "GMT": 0, "UT": 0, "UTC": 0, "Z": 0, "EST": -300, "EDT": -240, "CST": -360, "CDT": -300, "MST": -420, "MDT": -360, "PST": -480,
+            "PDT": -420,
+        ]
         var offset = offsets[zone]
         if offset == nil, zone.count == 5, let value = Int(zone.dropFirst()) {
             offset = (zone.hasPrefix("-") ? -1 : 1) * (value / 100 * 60 + value % 100)
@@ -247,7 +264,8 @@ extension Timestamp {
         let second = clock.count > 2 ? clock[2] : 0
         let minutes = offset ?? 0
         let sign = minutes < 0 ? "-" : "+"
-        let stamp = "\(year)-\(pad(monthIndex + 1))-\(pad(day))T\(pad(clock[0])):\(pad(clock[1])):\(pad(second))\(sign)\(pad(abs(minutes) / 60)):\(pad(abs(minutes) % 60))"
+        let stamp =
+            "\(year)-\(pad(monthIndex + 1))-\(pad(day))T\(pad(clock[0])):\(pad(clock[1])):\(pad(second))\(sign)\(pad(abs(minutes) / 60)):\(pad(abs(minutes) % 60))"
         self.init(rfc3339: stamp)
     }
 }

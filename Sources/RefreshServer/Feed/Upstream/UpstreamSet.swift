@@ -94,12 +94,15 @@ public final class UpstreamSet: Sendable {
     }
 
     /// One feed: download, parse, store; answers how many items were new.
-    private func refresh(_ url: String, into store: some UpstreamStore, report: @escaping @Sendable (Double, String, String) -> Void) async throws -> Int {
+    private func refresh(
+        _ url: String, into store: some UpstreamStore, report: @escaping @Sendable (Double, String, String) -> Void
+    ) async throws -> Int {
         let host = Self.host(url)
         report(0, "connecting", "Connecting to \(host)…")
         let validators = try await store.validators(for: url)
         var request = HTTPClientRequest(url: url)
-        request.headers.add(name: "Accept", value: "application/feed+json, application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.8")
+        request.headers.add(
+            name: "Accept", value: "application/feed+json, application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.8")
         request.headers.add(name: "User-Agent", value: "swift-pull-to-refresh")
         if let etag = validators.etag { request.headers.add(name: "If-None-Match", value: etag) }
         if let lastModified = validators.lastModified { request.headers.add(name: "If-Modified-Since", value: lastModified) }
@@ -130,12 +133,14 @@ public final class UpstreamSet: Sendable {
                 }
                 let received = body.readableBytes
                 if let expected, expected > 0 {
-                    report(0.1 + 0.7 * min(1, Double(received) / Double(expected)), "downloading",
-                           "Downloading from \(host): \(Self.size(received)) of \(Self.size(expected))")
+                    report(
+                        0.1 + 0.7 * min(1, Double(received) / Double(expected)), "downloading",
+                        "Downloading from \(host): \(Self.size(received)) of \(Self.size(expected))")
                 } else {
                     // Unknown length: the fraction creeps towards the end of the step.
-                    report(0.1 + 0.7 * (1 - 1 / (1 + Double(received) / 65536)), "downloading",
-                           "Downloading from \(host): \(Self.size(received)) so far")
+                    report(
+                        0.1 + 0.7 * (1 - 1 / (1 + Double(received) / 65536)), "downloading",
+                        "Downloading from \(host): \(Self.size(received)) so far")
                 }
             }
         } catch let error as UpstreamError {
@@ -176,14 +181,17 @@ public final class UpstreamSet: Sendable {
             switch error {
             case .connectTimeout: return UpstreamError(description: "\(host) did not accept the connection in time.")
             case .readTimeout, .deadlineExceeded: return UpstreamError(description: "\(host) did not answer in time.")
-            case .bodyLengthMismatch, .remoteConnectionClosed: return UpstreamError(description: "\(host) closed the connection before the feed was complete.")
+            case .bodyLengthMismatch, .remoteConnectionClosed:
+                return UpstreamError(description: "\(host) closed the connection before the feed was complete.")
             default: break
             }
         }
         if lower.contains("refused") || lower.contains("errno: 111") {
             return UpstreamError(description: "\(host) refused the connection.")
         }
-        if lower.contains("lookup") || lower.contains("resolve") || lower.contains("nodename") || lower.contains("dns") || lower.contains("name or service") {
+        if lower.contains("lookup") || lower.contains("resolve") || lower.contains("nodename") || lower.contains("dns")
+            || lower.contains("name or service")
+        {
             return UpstreamError(description: "\(host) could not be found (DNS).")
         }
         if lower.contains("timeout") || lower.contains("timed out") || error is CancellationError {
