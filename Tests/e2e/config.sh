@@ -17,14 +17,7 @@ serve() {
     : >"$WORK/server.log"  # so the address read below is never an earlier server's
     env "${variables[@]}" "$BIN" "$@" >"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
-    for _ in $(seq 100); do
-        BASE=$(grep -o 'http://[0-9.:]*' "$WORK/server.log" | head -n1 || true)
-        [ -n "$BASE" ] && return 0
-        sleep 0.1
-    done
-    echo "the server did not start:" >&2
-    cat "$WORK/server.log" >&2
-    exit 1
+    wait_for_address
 }
 
 stop() {

@@ -31,6 +31,12 @@ start_server() {
     : >"$WORK/server.log"
     "$BIN" --port 0 --public "$ROOT/Public" --min-refresh-ms 0 --database "${DATABASE:-:memory:}" "$@" >"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
+    wait_for_address
+}
+
+# wait_for_address: sets BASE to the URL the server just started prints in
+# $WORK/server.log (emptied before it started); exits with its log if it never does.
+wait_for_address() {
     for _ in $(seq 100); do
         BASE=$(grep -o 'http://[0-9.:]*' "$WORK/server.log" | head -n1 || true)
         [ -n "$BASE" ] && return 0

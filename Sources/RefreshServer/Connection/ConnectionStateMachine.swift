@@ -621,18 +621,18 @@ extension ConnectionStateMachine {
             for (name, value) in head.headers {
                 size += name.utf8.count + value.utf8.count + 4
                 switch name.utf8.count {
-                case 4 where name.lowercased() == "host":
+                case 4 where RequestPolicy.equalIgnoringCase(name, "host"):
                     hosts += 1
                     host = value
-                case 6 where name.lowercased() == "expect": expectation = value
-                case 6 where name.lowercased() == "origin": origin = value
-                case 12 where name.lowercased() == "content-type": contentType = value
-                case 14 where name.lowercased() == "sec-fetch-site": fetchSite = value
-                case 10 where name.lowercased() == "connection": connection = connection.map { $0 + "," + value } ?? value
-                case 14 where name.lowercased() == "content-length":
+                case 6 where RequestPolicy.equalIgnoringCase(name, "expect"): expectation = value
+                case 6 where RequestPolicy.equalIgnoringCase(name, "origin"): origin = value
+                case 12 where RequestPolicy.equalIgnoringCase(name, "content-type"): contentType = value
+                case 14 where RequestPolicy.equalIgnoringCase(name, "sec-fetch-site"): fetchSite = value
+                case 10 where RequestPolicy.equalIgnoringCase(name, "connection"): connection = connection.map { $0 + "," + value } ?? value
+                case 14 where RequestPolicy.equalIgnoringCase(name, "content-length"):
                     lengths += 1
                     contentLength = Int(value)
-                case 17 where name.lowercased() == "transfer-encoding": codings.append(value)
+                case 17 where RequestPolicy.equalIgnoringCase(name, "transfer-encoding"): codings.append(value)
                 default: break
                 }
             }

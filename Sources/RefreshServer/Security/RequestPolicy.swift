@@ -119,6 +119,11 @@ struct RequestPolicy: Sendable {
         (48...57).contains(byte) || (65...70).contains(byte) || (97...102).contains(byte)
     }
 
+    /// ASCII case-insensitive equality, without lowercasing (so without allocating) either.
+    static func equalIgnoringCase(_ a: String, _ b: String) -> Bool {
+        equalIgnoringCase(a.utf8[...], b.utf8[...])
+    }
+
     private static func equalIgnoringCase(_ a: Substring.UTF8View, _ b: Substring.UTF8View) -> Bool {
         a.count == b.count && zip(a, b).allSatisfy { lower($0) == lower($1) }
     }
