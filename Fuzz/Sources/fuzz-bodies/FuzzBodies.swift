@@ -33,17 +33,26 @@ private func checkItems(_ body: JSONValue) {
     }
     invariant((1...ItemDecoding.maxItems).contains(items.count), "\(items.count) items accepted")
     for item in items {
-        invariant(!item.title.isEmpty && item.title.count <= 500, "title \(item.title.debugDescription)")
-        invariant(!item.id.isEmpty && item.id.count <= 200, "id \(item.id.debugDescription)")
-        for (name, text, limit) in [("summary", item.summary, 5000), ("author", item.author, 200), ("link", item.link, 2000)] {
+        // The limits as the API documents them, checked here independently of ItemRules: no
+        // NUL anywhere, lengths in Unicode code points, links http(s) with a host.
+        let limits: [(String, String?, Int)] = [
+            ("id", item.id, 500), ("title", item.title, 500), ("summary", item.summary, 5000), ("author", item.author, 200),
+            ("link", item.link, 2000),
+        ]
+        for (name, text, limit) in limits {
             guard let text else { continue }
-            invariant(!text.isEmpty && text.count <= limit, "\(name) \(text.debugDescription)")
+            invariant(!text.isEmpty && text.unicodeScalars.count <= limit, "\(name) \(text.debugDescription)")
+            invariant(!text.utf8.contains(0), "\(name) holds a NUL: \(text.debugDescription)")
             invariant(text == text.trimmingCharacters(in: .whitespacesAndNewlines), "\(name) not trimmed")
         }
         if let link = item.link {
             let lower = link.lowercased()
-            invariant(lower.hasPrefix("http://") || lower.hasPrefix("https://"), "link \(link.debugDescription)")
+            let rest = lower.hasPrefix("https://") ? lower.dropFirst(8) : lower.hasPrefix("http://") ? lower.dropFirst(7) : nil
+            invariant(rest.map { !$0.isEmpty && !"/?#".contains($0.first!) } == true, "link \(link.debugDescription)")
+            invariant(
+                !link.unicodeScalars.contains { $0.value < 0x21 || $0.value == 0x7F || $0.properties.isWhitespace }, "link \(link.debugDescription)")
         }
+        invariant(ItemRules.violation(of: item) == nil, "an accepted item breaks ItemRules: \(item)")
         // The time is answered as RFC 3339 text, and must read back as the same instant.
         let published = item.published.rfc3339
         invariant(Timestamp(rfc3339: published) == item.published, "published \(item.published.milliseconds) is written as \(published)")

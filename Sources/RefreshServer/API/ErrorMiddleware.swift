@@ -18,6 +18,12 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 default: APIError(error.status, "http_error", error.body ?? error.status.reasonPhrase)
                 }
             return refuse(apiError, request: request, context: context)
+        } catch let error as InvalidFeedItem {
+            // The routes check items before the store does; should one pass them, the store's
+            // refusal is still the client's fault, not a 500.
+            return refuse(
+                APIError.invalid("item \(error.id.debugDescription): \(error.field.rawValue)", error.violation.reason), request: request,
+                context: context)
         } catch let error as FeedStoreUnavailable {
             return refuse(APIError(.serviceUnavailable, "store_unavailable", "\(error).", retryAfter: 5), request: request, context: context)
         } catch is CancellationError {

@@ -37,7 +37,7 @@ enum ItemDecoding {
 
     private static func item(_ input: Input, path: String, now: Timestamp, index: Int) throws(APIError) -> FeedItem {
         func field(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
-        let title = try text(input.title, field("title"), limit: 500, required: true)!
+        let title = try text(input.title, .title, field("title"), required: true)!
         let published: Timestamp
         if let text = input.published {
             guard let parsed = Timestamp(rfc3339: text) else {
@@ -47,20 +47,16 @@ enum ItemDecoding {
         } else {
             published = now
         }
-        let link = try text(input.link, field("link"), limit: 2000, required: false)
-        if let link {
-            let lower = link.lowercased()
-            guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), !link.contains(where: \.isWhitespace) else {
-                throw .invalid(field("link"), "must be an http or https URL")
-            }
-        }
-        let id = try text(input.id, field("id"), limit: 200, required: false) ?? generatedID(now: now, index: index)
+        let id = try text(input.id, .id, field("id"), required: false) ?? generatedID(now: now, index: index)
         return FeedItem(
-            id: id, title: title, summary: try text(input.summary, field("summary"), limit: 5000, required: false), link: link,
-            author: try text(input.author, field("author"), limit: 200, required: false), published: published)
+            id: id, title: title, summary: try text(input.summary, .summary, field("summary"), required: false),
+            link: try text(input.link, .link, field("link"), required: false),
+            author: try text(input.author, .author, field("author"), required: false), published: published)
     }
 
-    private static func text(_ text: String?, _ path: String, limit: Int, required: Bool) throws(APIError) -> String? {
+    /// A field trimmed of surrounding white space, then held to ``ItemRules``; an empty
+    /// optional one counts as absent.
+    private static func text(_ text: String?, _ rule: ItemRules.Field, _ path: String, required: Bool) throws(APIError) -> String? {
         guard let text else {
             if required { throw .missing(path, expected: "a string") }
             return nil
@@ -70,7 +66,7 @@ enum ItemDecoding {
             if required { throw .invalid(path, "must not be empty") }
             return nil
         }
-        guard trimmed.count <= limit else { throw .invalid(path, "must be at most \(limit) characters") }
+        if let violation = ItemRules.violation(of: trimmed, as: rule) { throw .invalid(path, violation.reason) }
         return trimmed
     }
 

@@ -95,6 +95,7 @@ enum ResumeDecoding {
         guard let oldest = resume.oldest, !oldest.isEmpty else {
             throw .invalid("resume.oldest", "is required: the id of the last item the page shows")
         }
+        if let violation = ItemRules.violation(of: oldest, as: .id), violation == .containsNUL { throw .invalid("resume.oldest", violation.reason) }
         let pagedThrough = resume.pagedThrough ?? head
         guard (0...head).contains(pagedThrough) else { throw .outOfRange("resume.pagedThrough must be 0…head.") }
         return Resume(head: FeedPosition(head), oldest: oldest, pagedThrough: FeedPosition(pagedThrough))

@@ -1,5 +1,8 @@
 /// One entry of the list. Titles and summaries are plain text: clients must render them as
 /// text, and the JSON encoder escapes `<`, `>` and `&` as a second guard.
+///
+/// Two items are equal when every field has the same bytes, as the stores keep them, not
+/// when `String` would call them equal (it compares by canonical equivalence).
 public struct FeedItem: Sendable, Equatable {
     public var id: String
     public var title: String
@@ -19,10 +22,23 @@ public struct FeedItem: Sendable, Equatable {
 
     /// Where the item stands in the feed's order.
     public var cursor: FeedCursor { FeedCursor(published: published, id: id) }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        func same(_ lhs: String?, _ rhs: String?) -> Bool {
+            switch (lhs, rhs) {
+            case (nil, nil): true
+            case (let lhs?, let rhs?): lhs.utf8.elementsEqual(rhs.utf8)
+            default: false
+            }
+        }
+        return lhs.published == rhs.published && same(lhs.id, rhs.id) && same(lhs.title, rhs.title) && same(lhs.summary, rhs.summary)
+            && same(lhs.link, rhs.link) && same(lhs.author, rhs.author)
+    }
 }
 
 /// A position in the feed: newest first by `published`, ties broken by `id` so that equal
-/// timestamps never skip or repeat an item across pages.
+/// timestamps never skip or repeat an item across pages. Ids compare by their UTF-8 bytes,
+/// as the databases order them (``ItemKey``).
 public struct FeedCursor: Hashable, Sendable, Comparable {
     public var published: Timestamp
     public var id: String
@@ -34,7 +50,16 @@ public struct FeedCursor: Hashable, Sendable, Comparable {
 
     /// Ascending in time; the feed lists in descending order.
     public static func < (lhs: Self, rhs: Self) -> Bool {
-        (lhs.published, lhs.id) < (rhs.published, rhs.id)
+        lhs.published != rhs.published ? lhs.published < rhs.published : ItemKey.precedes(lhs.id, rhs.id)
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.published == rhs.published && ItemKey(lhs.id) == ItemKey(rhs.id)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(published)
+        hasher.combine(ItemKey(id))
     }
 }
 

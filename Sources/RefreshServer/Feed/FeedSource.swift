@@ -54,8 +54,10 @@ public protocol FeedSource: Sendable {
     func added(after position: FeedPosition, limit: Int) async throws -> FeedPage
     /// The newest position and its item; `nil` while the feed is empty.
     func head() async throws -> FeedHead?
-    /// Stores items, replacing any with the same id; returns them as stored. New ids take
-    /// positions in feed order, so the newest of a batch becomes the head.
+    /// Stores items, replacing any with the same id; returns them as stored (the last of a
+    /// batch's items with one id, compared by bytes as ``ItemKey`` does). New ids take
+    /// positions in feed order, so the newest of a batch becomes the head. Throws
+    /// ``InvalidFeedItem``, storing nothing, when an item breaks ``ItemRules``.
     func publish(_ items: [FeedItem]) async throws -> [FeedItem]
     /// The item with this id, to turn ids given by clients into cursors.
     func item(id: String) async throws -> FeedItem?

@@ -5,10 +5,10 @@ public final class MemoryFeed: FeedSource {
     private struct Storage {
         /// Ascending by cursor, so the newest item is last and inserts of new items append.
         var ordered: [FeedItem] = []
-        var byID: [String: FeedItem] = [:]
+        var byID: [ItemKey: FeedItem] = [:]
         /// Ids in the order the feed gained them: the item at position p is `gained[p - 1]`.
-        var gained: [String] = []
-        var positions: [String: FeedPosition] = [:]
+        var gained: [ItemKey] = []
+        var positions: [ItemKey: FeedPosition] = [:]
 
         var head: FeedPosition { FeedPosition(gained.count) }
 
@@ -24,16 +24,15 @@ public final class MemoryFeed: FeedSource {
         }
 
         mutating func upsert(_ items: [FeedItem]) {
-            var latest: [String: FeedItem] = [:]
-            for item in items { latest[item.id] = item }
-            for item in latest.values.sorted(by: { $0.cursor < $1.cursor }) {
-                if let existing = byID[item.id] {
+            for item in ItemKey.lastOfEachID(items).sorted(by: { $0.cursor < $1.cursor }) {
+                let key = ItemKey(item.id)
+                if let existing = byID[key] {
                     ordered.remove(at: lowerBound(existing.cursor))
                 } else {
-                    gained.append(item.id)
-                    positions[item.id] = FeedPosition(gained.count)
+                    gained.append(key)
+                    positions[key] = FeedPosition(gained.count)
                 }
-                byID[item.id] = item
+                byID[key] = item
                 ordered.insert(item, at: lowerBound(item.cursor))
             }
         }
@@ -45,8 +44,10 @@ public final class MemoryFeed: FeedSource {
 
     private let storage = Mutex(Storage())
 
+    /// - Parameter items: the first items; any that breaks ``ItemRules`` is left out, as
+    ///   ``publish(_:)`` would refuse it.
     public init(items: [FeedItem] = []) {
-        storage.withLock { $0.upsert(items) }
+        storage.withLock { $0.upsert(items.filter { ItemRules.violation(of: $0) == nil }) }
     }
 
     /// Nothing upstream: the feed is always up to date.
@@ -73,7 +74,7 @@ public final class MemoryFeed: FeedSource {
                 return storage.page(storage.ordered[start..<end].reversed(), hasMore: start > 0)
             }
             let positions = storage.positions
-            let older = storage.ordered[..<end].reversed().lazy.filter { positions[$0.id, default: 0] <= position }
+            let older = storage.ordered[..<end].reversed().lazy.filter { positions[ItemKey($0.id), default: 0] <= position }
             let taken = Array(older.prefix(limit + 1))
             return storage.page(taken.prefix(limit), hasMore: taken.count > limit)
         }
@@ -94,15 +95,17 @@ public final class MemoryFeed: FeedSource {
     }
 
     public func publish(_ items: [FeedItem]) async throws -> [FeedItem] {
-        storage.withLock { $0.upsert(items) }
-        return items
+        try ItemRules.check(items)
+        let stored = ItemKey.lastOfEachID(items)
+        storage.withLock { $0.upsert(stored) }
+        return stored
     }
 
     public func item(id: String) async throws -> FeedItem? {
-        storage.withLock { $0.byID[id] }
+        storage.withLock { $0.byID[ItemKey(id)] }
     }
 
     public func position(of id: String) async throws -> FeedPosition? {
-        storage.withLock { $0.positions[id] }
+        storage.withLock { $0.positions[ItemKey(id)] }
     }
 }

@@ -282,8 +282,9 @@ public final class PostgresFeed: FeedSource, Sendable {
     }
 
     public func publish(_ items: [FeedItem]) async throws -> [FeedItem] {
-        _ = try await store(items)
-        return items
+        let stored = ItemKey.lastOfEachID(items)
+        _ = try await store(stored)
+        return stored
     }
 
     public func item(id: String) async throws -> FeedItem? {
@@ -314,6 +315,7 @@ public final class PostgresFeed: FeedSource, Sendable {
     /// Upserts by id in one transaction; answers how many ids were new.
     func store(_ items: [FeedItem]) async throws -> Int {
         guard !items.isEmpty else { return 0 }
+        try ItemRules.check(items)
         return try await answered("storing items") { attempt in
             try await self.migrated()
             return try await self.upsert(items, replacing: true, attempt)
@@ -322,6 +324,7 @@ public final class PostgresFeed: FeedSource, Sendable {
 
     /// Stores items at start-up, keeping any already there.
     func seed(_ items: [FeedItem]) async throws {
+        try ItemRules.check(items)
         _ = try await answered("storing the first items") { attempt in
             try await self.migrated()
             return try await self.upsert(items, replacing: false, attempt)
@@ -332,9 +335,7 @@ public final class PostgresFeed: FeedSource, Sendable {
     /// commit notifies every instance of the new head.
     private func upsert(_ items: [FeedItem], replacing: Bool, _ attempt: Attempt) async throws -> Int {
         // The last of a batch's items with one id wins, as if they were stored one by one.
-        var latest: [String: FeedItem] = [:]
-        for item in items { latest[item.id] = item }
-        let batch = latest.values.sorted { $0.cursor < $1.cursor }
+        let batch = ItemKey.lastOfEachID(items).sorted { $0.cursor < $1.cursor }
         let ids = batch.map(\.id)
         return try await client.withTransaction(logger: logger) { connection in
             try attempt.mayGoOn()
@@ -347,14 +348,14 @@ public final class PostgresFeed: FeedSource, Sendable {
                 head = position
             }
             try attempt.mayGoOn()
-            var existing = Set<String>()
+            var existing = Set<ItemKey>()
             for try await id in try await connection.query("SELECT id FROM item WHERE id = ANY(\(ids))", logger: logger).decode(String.self) {
-                existing.insert(id)
+                existing.insert(ItemKey(id))
             }
             var added = 0
             for item in batch {
                 let published = item.published.milliseconds
-                if existing.contains(item.id) {
+                if existing.contains(ItemKey(item.id)) {
                     guard replacing else { continue }
                     try await connection.query(
                         """

@@ -135,8 +135,9 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
     }
 
     public func publish(_ items: [FeedItem]) async throws -> [FeedItem] {
-        _ = try await store(items)
-        return items
+        let stored = ItemKey.lastOfEachID(items)
+        _ = try await store(stored)
+        return stored
     }
 
     public func item(id: String) async throws -> FeedItem? {
@@ -156,6 +157,7 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
     /// Upserts by id in one transaction; answers how many ids were new.
     func store(_ items: [FeedItem]) async throws -> Int {
         guard !items.isEmpty else { return 0 }
+        try ItemRules.check(items)
         do {
             return try await database.write { db in try Self.upsert(items, replacing: true, db) }
         } catch let error as DatabaseError where Self.transientFailures.contains(error.resultCode) {
@@ -172,18 +174,17 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
 
     /// Stores items synchronously, at start-up, keeping any already there.
     func seed(_ items: [FeedItem]) throws {
+        try ItemRules.check(items)
         try database.write { db in _ = try Self.upsert(items, replacing: false, db) }
     }
 
     /// New ids take the next positions in feed order. SQLite has one writer at a time, so
     /// transactions commit in the order they read the head: positions become visible in order.
     private static func upsert(_ items: [FeedItem], replacing: Bool, _ db: Database) throws -> Int {
-        // The last of a batch's items with one id wins, as if they were stored one by one.
-        var latest: [String: FeedItem] = [:]
-        for item in items { latest[item.id] = item }
         var next = (try FeedPosition.fetchOne(db, sql: "SELECT MAX(position) FROM item") ?? 0) + 1
         var added = 0
-        for item in latest.values.sorted(by: { $0.cursor < $1.cursor }) {
+        // The last of a batch's items with one id wins, as if they were stored one by one.
+        for item in ItemKey.lastOfEachID(items).sorted(by: { $0.cursor < $1.cursor }) {
             let existed = try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM item WHERE id = ?)", arguments: [item.id]) ?? false
             if existed {
                 guard replacing else { continue }

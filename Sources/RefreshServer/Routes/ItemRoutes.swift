@@ -40,6 +40,7 @@ struct ItemRoutes: Sendable {
 
     private func cursor(_ id: String?, name: String) async throws -> FeedCursor? {
         guard let id, !id.isEmpty else { return nil }
+        if let violation = ItemRules.violation(of: id, as: .id), violation == .containsNUL { throw APIError.invalid(name, violation.reason) }
         guard let item = try await feed.item(id: id) else {
             throw APIError(.notFound, "item_not_found", "\(name): no item has the id \(id).")
         }
