@@ -60,6 +60,7 @@ let package = Package(
                 server("NIOPosix", "swift-nio"),
                 server("NIOHTTPTypesHTTP1", "swift-nio-extras"),
                 server("NIOExtras", "swift-nio-extras"),
+                server("NIOHTTPCompression", "swift-nio-extras"),
                 server("CompressNIO", "compress-nio"),
                 server("ServiceLifecycle", "swift-service-lifecycle"),
                 server("HTTPTypes", "swift-http-types"),

@@ -61,6 +61,8 @@ public final class ServerMetrics: Sendable {
     private let feedUpdateDuration: Metrics.Timer
     private let upstreamFetches: [Outcome: CoreMetrics.Counter]
     private let upstreamFetchDuration: Metrics.Timer
+    private let upstreamItemsSkipped: [ItemRules.SkipReason: CoreMetrics.Counter]
+    private let upstreamFieldsCut: [ItemRules.Field: CoreMetrics.Counter]
     private let storeErrors: [StoreOperation: CoreMetrics.Counter]
     private let notificationReconnects: CoreMetrics.Counter
 
@@ -163,6 +165,19 @@ public final class ServerMetrics: Sendable {
                 )
             })
         upstreamFetchDuration = timer("upstream_fetch_duration", "How long fetching one upstream feed took.", buckets: slow)
+        upstreamItemsSkipped = Dictionary(
+            uniqueKeysWithValues: ItemRules.SkipReason.allCases.map { reason in
+                (
+                    reason,
+                    counter(
+                        "upstream_items_skipped", "Upstream items left out, by reason: a NUL, an id or a link that breaks the item limits.",
+                        [("reason", reason.rawValue)])
+                )
+            })
+        upstreamFieldsCut = Dictionary(
+            uniqueKeysWithValues: [ItemRules.Field.title, .summary, .author].map { field in
+                (field, counter("upstream_fields_cut", "Upstream item texts cut to their length limit, by field.", [("field", field.rawValue)]))
+            })
         storeErrors = Dictionary(
             uniqueKeysWithValues: StoreOperation.allCases.map { operation in
                 (operation, counter("store_errors", "Failed reads and writes of the feed store.", [("operation", operation.rawValue)]))
@@ -267,6 +282,16 @@ public final class ServerMetrics: Sendable {
     func upstreamFetched(_ outcome: Outcome, in duration: Duration) {
         upstreamFetches[outcome]?.increment()
         upstreamFetchDuration.record(duration: duration)
+    }
+
+    /// An upstream item left out because it breaks ``ItemRules``.
+    func upstreamItemSkipped(_ reason: ItemRules.SkipReason) {
+        upstreamItemsSkipped[reason]?.increment()
+    }
+
+    /// An upstream item's text cut to its field's length.
+    func upstreamFieldCut(_ field: ItemRules.Field) {
+        upstreamFieldsCut[field]?.increment()
     }
 
     func storeFailed(_ operation: StoreOperation) {

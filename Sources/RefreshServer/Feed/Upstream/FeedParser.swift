@@ -6,49 +6,90 @@ import FoundationXML
 
 /// Reads RSS 2.0 (and RSS 1.0 / RDF), Atom 1.0 and JSON Feed 1.1, told apart by their
 /// content rather than their `Content-Type`, which upstreams often get wrong. Titles and
-/// summaries come out as plain text: markup is stripped, entities decoded.
+/// summaries come out as plain text: markup is stripped, entities decoded. Items come out as
+/// the feed has them; ``ItemRules/admit(_:base:)`` then holds them to the limits.
 enum FeedParser {
     struct Malformed: Error, CustomStringConvertible {
         let description: String
     }
 
-    static func parse(_ data: Data, source: String) throws -> [FeedItem] {
+    /// One entry of a feed: an item, or what could not be one and is counted as skipped.
+    enum Entry: Equatable {
+        case item(FeedItem)
+        case unusable(ItemRules.SkipReason)
+
+        var item: FeedItem? {
+            if case .item(let item) = self { return item }
+            return nil
+        }
+    }
+
+    /// The feed's entries in its order.
+    static func entries(_ data: Data, source: String) throws -> [Entry] {
         guard let first = data.first(where: { !" \t\r\n\u{FEFF}".utf8.contains($0) && $0 != 0xEF && $0 != 0xBB && $0 != 0xBF }) else {
             throw Malformed(description: "it is empty")
         }
         switch first {
         case UInt8(ascii: "{"): return try parseJSONFeed(data, source: source)
-        case UInt8(ascii: "<"): return try parseXML(data, source: source)
+        case UInt8(ascii: "<"): return try parseXML(data, source: source).map(Entry.item)
         default: throw Malformed(description: "it is neither XML nor JSON")
         }
     }
 
+    /// The feed's items, without what could not be one.
+    static func parse(_ data: Data, source: String) throws -> [FeedItem] {
+        try entries(data, source: source).compactMap(\.item)
+    }
+
     // MARK: - JSON Feed
 
-    private static func parseJSONFeed(_ data: Data, source: String) throws -> [FeedItem] {
-        guard let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+    /// Read with the server's own strict parser, which tells `true` from `1` (Foundation's
+    /// reads both as a number). An item's `id` is a string, as JSON Feed 1.1 says; a whole
+    /// number is taken as its decimal text (JSON Feed 1.0 asked readers to coerce numbers);
+    /// any other kind of id leaves the item out (``ItemRules/SkipReason/id``).
+    private static func parseJSONFeed(_ data: Data, source: String) throws -> [Entry] {
+        guard case .object(let root) = try? JSONParser.parse(Array(data)) else {
             throw Malformed(description: "it is not valid JSON")
         }
-        guard let version = root["version"] as? String, version.hasPrefix("https://jsonfeed.org/version/") else {
+        guard case .string(let version)? = root["version"], version.hasPrefix("https://jsonfeed.org/version/") else {
             throw Malformed(description: "it is JSON but not a JSON Feed (no jsonfeed.org version)")
         }
-        guard let entries = root["items"] as? [[String: Any]] else { throw Malformed(description: "a JSON Feed needs an items array") }
-        let feedAuthor =
-            ((root["authors"] as? [[String: Any]])?.first?["name"] as? String) ?? ((root["author"] as? [String: Any])?["name"] as? String)
-        return entries.compactMap { entry in
-            let id = (entry["id"] as? String) ?? (entry["id"] as? NSNumber)?.stringValue ?? (entry["url"] as? String)
-            let title = PlainText.from(entry["title"] as? String) ?? PlainText.from(entry["content_text"] as? String).map { String($0.prefix(120)) }
-            guard let id, let title else { return nil }
+        guard case .array(let entries)? = root["items"] else { throw Malformed(description: "a JSON Feed needs an items array") }
+        func string(_ value: JSONValue?) -> String? {
+            if case .string(let text)? = value { return text }
+            return nil
+        }
+        func firstAuthor(_ object: [String: JSONValue]) -> String? {
+            if case .array(let authors)? = object["authors"], case .object(let first)? = authors.first { return string(first["name"]) }
+            if case .object(let author)? = object["author"] { return string(author["name"]) }
+            return nil
+        }
+        let feedAuthor = firstAuthor(root)
+        return entries.compactMap { value in
+            guard case .object(let entry) = value else { return nil }
+            let id: String
+            switch entry["id"] {
+            case .string(let text)?: id = text
+            case .number(let number)?:
+                guard number == number.rounded(), abs(number) < 9_007_199_254_740_992 else { return .unusable(.id) }
+                id = String(Int64(number))
+            case nil, .null?:
+                guard let url = string(entry["url"]) else { return nil }
+                id = url
+            default: return .unusable(.id)
+            }
+            let title = PlainText.from(string(entry["title"])) ?? PlainText.from(string(entry["content_text"])).map { String($0.prefix(120)) }
+            guard let title else { return nil }
             let summary =
-                PlainText.from(entry["summary"] as? String) ?? PlainText.from(entry["content_text"] as? String)
-                ?? PlainText.from(entry["content_html"] as? String)
+                PlainText.from(string(entry["summary"])) ?? PlainText.from(string(entry["content_text"]))
+                ?? PlainText.from(string(entry["content_html"]))
             let published =
-                (entry["date_published"] as? String).flatMap { Timestamp(rfc3339: $0) }
-                ?? (entry["date_modified"] as? String).flatMap { Timestamp(rfc3339: $0) } ?? Timestamp.now()
-            let author = ((entry["authors"] as? [[String: Any]])?.first?["name"] as? String) ?? feedAuthor
-            return FeedItem(
-                id: id, title: title, summary: summary.map { String($0.prefix(5000)) }, link: entry["url"] as? String,
-                author: author, published: published)
+                string(entry["date_published"]).flatMap { Timestamp(rfc3339: $0) }
+                ?? string(entry["date_modified"]).flatMap { Timestamp(rfc3339: $0) } ?? Timestamp.now()
+            return .item(
+                FeedItem(
+                    id: id, title: title, summary: summary, link: string(entry["url"]), author: firstAuthor(entry) ?? feedAuthor,
+                    published: published))
         }
     }
 
@@ -163,12 +204,10 @@ private final class XMLFeedReader: NSObject, XMLParserDelegate {
         guard let title else { return nil }
         let id = entry["id"] ?? entry["about"] ?? entry["link"] ?? title
         let published = entry["published"].flatMap { Timestamp(rfc3339: $0) ?? Timestamp(rfc822: $0) } ?? Timestamp.now()
-        let link = entry["link"].flatMap { $0.lowercased().hasPrefix("http") ? $0 : nil }
-        let author = PlainText.from(entry["author"]).map { String($0.prefix(200)) }
+        // Lengths and links are held to ItemRules with the other formats' items, in one place.
         return FeedItem(
-            id: String(id.prefix(500)), title: String(title.prefix(500)),
-            summary: PlainText.from(entry["summary"]).map { String($0.prefix(5000)) },
-            link: link, author: author, published: published)
+            id: id, title: title, summary: PlainText.from(entry["summary"]), link: entry["link"], author: PlainText.from(entry["author"]),
+            published: published)
     }
 }
 

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOHTTPCompression
 import Synchronization
 
 /// What a feed said about its version last time, for a conditional GET.
@@ -100,6 +101,47 @@ public final class UpstreamSet: Sendable {
         let host = Self.host(url)
         report(0, "connecting", "Connecting to \(host)…")
         let validators = try await store.validators(for: url)
+        // The client's own deadline ends the head's wait with its reason (refused, not found,
+        // no answer); the whole download's follows it by a moment, for a body that drips.
+        let deadline = NIODeadline.now() + TimeAmount(timeout)
+        let download = try await UpstreamDeadline.run(
+            within: timeout + .milliseconds(200),
+            else: UpstreamError(description: "\(host) did not send the whole feed within \(ActionRunner.describe(timeout)).")
+        ) {
+            try await self.download(url, validators: validators, deadline: deadline, report: report)
+        }
+        guard case .feed(let body, let newValidators) = download else {
+            report(1, "done", "\(host) is unchanged")
+            return 0
+        }
+        try Task.checkCancellation()
+        report(0.85, "parsing", "Reading the feed from \(host)…")
+        let entries: [FeedParser.Entry]
+        do {
+            entries = try FeedParser.entries(Data(body.readableBytesView), source: url)
+        } catch {
+            throw UpstreamError(description: "The feed at \(host) could not be read: \(error)")
+        }
+        let admitted = admit(entries, base: URL(string: url))
+        let skipped = admitted.skipped == 0 ? "" : " (\(admitted.skipped) skipped: over the item limits)"
+        report(0.92, "storing", "Storing \(admitted.items.count) items from \(host)…\(skipped)")
+        let added = try await store.store(admitted.items)
+        try await store.saveValidators(newValidators, for: url)
+        report(1, "done", (added == 0 ? "\(host) has nothing new" : "\(added) new from \(host)") + skipped)
+        return added
+    }
+
+    /// What a download brought: nothing new (`304`), or the feed and its validators.
+    private enum Download: Sendable {
+        case unchanged
+        case feed(ByteBuffer, UpstreamValidators)
+    }
+
+    /// The response head and the whole body; ``UpstreamDeadline`` bounds it all.
+    private func download(
+        _ url: String, validators: UpstreamValidators, deadline: NIODeadline, report: @escaping @Sendable (Double, String, String) -> Void
+    ) async throws -> Download {
+        let host = Self.host(url)
         var request = HTTPClientRequest(url: url)
         request.headers.add(
             name: "Accept", value: "application/feed+json, application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.8")
@@ -109,14 +151,11 @@ public final class UpstreamSet: Sendable {
 
         let response: HTTPClientResponse
         do {
-            response = try await client.execute(request, timeout: .init(timeout))
+            response = try await client.execute(request, deadline: deadline)
         } catch {
-            throw Self.explain(error, url: url, timeout: timeout)
+            throw Self.explain(error, url: url, timeout: timeout, maxBytes: maxBytes)
         }
-        if response.status == .notModified {
-            report(1, "done", "\(host) is unchanged")
-            return 0
-        }
+        if response.status == .notModified { return .unchanged }
         guard (200..<300).contains(response.status.code) else {
             throw UpstreamError(description: "\(host) answered \(response.status.code) \(response.status.reasonPhrase).")
         }
@@ -146,23 +185,33 @@ public final class UpstreamSet: Sendable {
         } catch let error as UpstreamError {
             throw error
         } catch {
-            throw Self.explain(error, url: url, timeout: timeout)
+            throw Self.explain(error, url: url, timeout: timeout, maxBytes: maxBytes)
         }
-        try Task.checkCancellation()
-        report(0.85, "parsing", "Reading the feed from \(host)…")
-        let items: [FeedItem]
-        do {
-            items = try FeedParser.parse(Data(body.readableBytesView), source: url)
-        } catch {
-            throw UpstreamError(description: "The feed at \(host) could not be read: \(error)")
+        let validators = UpstreamValidators(etag: response.headers.first(name: "ETag"), lastModified: response.headers.first(name: "Last-Modified"))
+        return .feed(body, validators)
+    }
+
+    /// The entries held to ``ItemRules``: what is kept, and how many were left out; each
+    /// skip and each cut is counted in the metrics.
+    private func admit(_ entries: [FeedParser.Entry], base: URL?) -> (items: [FeedItem], skipped: Int) {
+        var items: [FeedItem] = []
+        var skipped = 0
+        for entry in entries {
+            let admission: ItemRules.Admission
+            switch entry {
+            case .item(let item): admission = ItemRules.admit(item, base: base)
+            case .unusable(let reason): admission = .skip(reason)
+            }
+            switch admission {
+            case .keep(let item, let cut):
+                items.append(item)
+                for field in cut { metrics?.upstreamFieldCut(field) }
+            case .skip(let reason):
+                skipped += 1
+                metrics?.upstreamItemSkipped(reason)
+            }
         }
-        report(0.92, "storing", "Storing \(items.count) items from \(host)…")
-        let added = try await store.store(items)
-        try await store.saveValidators(
-            UpstreamValidators(etag: response.headers.first(name: "ETag"), lastModified: response.headers.first(name: "Last-Modified")),
-            for: url)
-        report(1, "done", added == 0 ? "\(host) has nothing new" : "\(added) new from \(host)")
-        return added
+        return (items, skipped)
     }
 
     static func host(_ url: String) -> String { URL(string: url)?.host ?? url }
@@ -172,9 +221,13 @@ public final class UpstreamSet: Sendable {
     }
 
     /// Turns transport errors into sentences; the raw error stays in the text for operators.
-    static func explain(_ error: any Error, url: String, timeout: Duration) -> UpstreamError {
+    static func explain(_ error: any Error, url: String, timeout: Duration, maxBytes: Int) -> UpstreamError {
         if let error = error as? UpstreamError { return error }
         let host = host(url)
+        if let error = error as? NIOHTTPDecompression.DecompressionError, error == .limit {
+            return UpstreamError(
+                description: "The feed at \(host) is over the limit of \(maxBytes) bytes once decompressed (the decompression limit stopped it).")
+        }
         let text = String(describing: error)
         let lower = text.lowercased()
         if let error = error as? HTTPClientError {

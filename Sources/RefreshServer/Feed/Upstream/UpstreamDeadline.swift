@@ -1,0 +1,22 @@
+/// The deadline of one upstream download, over all of it: connecting, the response head and
+/// every byte of the body. The HTTP client's own deadline ends with the head, and its read
+/// timeout restarts with every byte, so an upstream that drips its body a byte a second
+/// would otherwise hold a refresh until the refresh's own, much longer, deadline.
+enum UpstreamDeadline {
+    /// `work`'s result, or `failure` once `timeout` has passed; `work` is then cancelled,
+    /// which closes the download's connection.
+    static func run<T: Sendable>(
+        within timeout: Duration, else failure: UpstreamError, _ work: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await work() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else { throw failure }
+            return value
+        }
+    }
+}

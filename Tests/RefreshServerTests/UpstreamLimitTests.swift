@@ -1,0 +1,200 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+@testable import RefreshServer
+
+/// An upstream that sends what no feed should: fields of megabytes, `javascript:` links, a
+/// NUL, an id that is `true`, a body dripped a byte a second, a gzip bomb.
+struct HostileUpstream {
+    static let megabyte = 1024 * 1024
+
+    /// A JSON Feed with two well-behaved items and one of each kind of trouble.
+    static var jsonFeed: String {
+        func item(_ id: String, title: String, extra: String = "") -> String {
+            #"{"id": \#(id), "title": "\#(title)", "date_published": "2026-11-22T08:00:00Z"\#(extra)}"#
+        }
+        let huge = String(repeating: "x", count: 2 * megabyte)
+        let items = [
+            item(#""plain-1""#, title: "Plain one", extra: #", "url": "https://example.com/1""#),
+            item(
+                #""long-texts""#, title: huge,
+                extra: #", "summary": "\#(huge)", "authors": [{"name": "\#(String(repeating: "a", count: megabyte))"}]"#),
+            item(#""\#(String(repeating: "i", count: megabyte))""#, title: "Megabyte id"),
+            item(#""script-link""#, title: "Script link", extra: #", "url": "javascript:alert(document.cookie)""#),
+            item(#""nul""#, title: #"A \u0000 inside"#),
+            item("true", title: "An id that is true"),
+            item("7", title: "A numeric id"),
+            item(#""relative""#, title: "Relative link", extra: #", "url": "/posts/relative""#),
+        ]
+        return #"{"version": "https://jsonfeed.org/version/1.1", "title": "Hostile", "items": [\#(items.joined(separator: ","))]}"#
+    }
+
+    static func run(_ body: @Sendable (Int) async throws -> Void) async throws {
+        let router = Router()
+        let feed = ByteBuffer(string: jsonFeed)
+        router.get("megabytes") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/feed+json"], body: .init(byteBuffer: feed))
+        }
+        router.get("drip") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "application/rss+xml"],
+                body: ResponseBody { writer in
+                    for byte in "<rss version=\"2.0\"><channel><title>Slow</title></channel></rss>".utf8 {
+                        try await writer.write(ByteBuffer(bytes: [byte]))
+                        try await Task.sleep(for: .seconds(1))
+                    }
+                    try await writer.finish(nil)
+                })
+        }
+        let bomb = Gzip.compress(ByteBuffer(repeating: UInt8(ascii: " "), count: 4 * megabyte))!
+        router.get("bomb") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/rss+xml", .contentEncoding: "gzip"], body: .init(byteBuffer: bomb))
+        }
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await app.test(.live) { client in try await body(client.port!) }
+    }
+}
+
+@Suite struct UpstreamLimitTests {
+    func server(_ feed: String, _ adjust: (inout ServerConfiguration) -> Void = { _ in }) -> ServerConfiguration {
+        TestServer.configuration { configuration in
+            configuration.feeds = [feed]
+            configuration.feedTimeout = .seconds(2)
+            adjust(&configuration)
+        }
+    }
+
+    func refresh(_ server: TestServer, within seconds: Double = 10) async throws -> [SSE] {
+        let (id, stream) = try await server.watchedSession()
+        _ = try await server.post("/api/sessions/\(id)/refresh")
+        return try await stream.events(until: "done", within: seconds)
+    }
+
+    @Test func megabyteFieldsAreCutOrTheirItemSkippedAndPagesStaySmall() async throws {
+        try await HostileUpstream.run { port in
+            try await TestServer.run(server("http://127.0.0.1:\(port)/megabytes")) { server in
+                let done = try await refresh(server, within: 30).last!.json
+                #expect(done["outcome"] as? String == "completed", "\(done)")
+                #expect(done["added"] as? Int == 4, "\(done)")
+
+                let page = try await server.get("/api/items")
+                #expect(page.status == 200)
+                #expect(page.body.count < 256 * 1024, "a page of /api/items is \(page.body.count) bytes")
+                let items = page.json["items"] as? [[String: Any]] ?? []
+                let byID = Dictionary(
+                    items.compactMap { item in (item["id"] as? String).map { ($0, item) } }, uniquingKeysWith: { first, _ in first })
+                #expect(Set(byID.keys) == ["plain-1", "long-texts", "7", "relative"], "\(byID.keys.sorted())")
+                let long = byID["long-texts"] ?? [:]
+                #expect((long["title"] as? String)?.unicodeScalars.count == 500)
+                #expect((long["summary"] as? String)?.unicodeScalars.count == 5000)
+                #expect((long["author"] as? String)?.unicodeScalars.count == 200)
+                #expect(byID["relative"]?["link"] as? String == "http://127.0.0.1:\(port)/posts/relative", "a relative link is made absolute")
+
+                let metrics = try await server.get("/metrics").text
+                for (reason, count) in [("id", 2), ("link", 1), ("nul", 1)] {
+                    #expect(metrics.contains("ptr_upstream_items_skipped_total{reason=\"\(reason)\"} \(count)"), "\(reason)")
+                }
+                for field in ["title", "summary", "author"] {
+                    #expect(metrics.contains("ptr_upstream_fields_cut_total{field=\"\(field)\"} 1"), "\(field)")
+                }
+            }
+        }
+    }
+
+    @Test func aDrippingUpstreamFailsWithinTheFeedTimeout() async throws {
+        try await HostileUpstream.run { port in
+            try await TestServer.run(server("http://127.0.0.1:\(port)/drip")) { server in
+                let (id, stream) = try await server.watchedSession()
+                let started = ContinuousClock.now
+                _ = try await server.post("/api/sessions/\(id)/refresh")
+                let done = try await stream.events(until: "done", within: 20).last!.json
+                let elapsed = ContinuousClock.now - started
+                print("a dripping upstream failed after \(elapsed) with --feed-timeout 2 s")
+                #expect(done["outcome"] as? String == "failed")
+                #expect((done["error"] as? String)?.contains("did not send the whole feed within 2 s") == true, "\(done)")
+                #expect(elapsed < .seconds(3), "within --feed-timeout + 1 s: \(elapsed)")
+            }
+        }
+    }
+
+    @Test func aGzipBombSaysTheDecompressionLimitStoppedIt() async throws {
+        try await HostileUpstream.run { port in
+            try await TestServer.run(server("http://127.0.0.1:\(port)/bomb") { $0.maxFeedBytes = 64 * 1024 }) { server in
+                let done = try await refresh(server).last!.json
+                #expect(done["outcome"] as? String == "failed")
+                let error = done["error"] as? String ?? ""
+                #expect(error.contains("decompress"), "\(error)")
+                #expect(error.contains("65536"), "\(error)")
+            }
+        }
+    }
+}
+
+@Suite struct ItemRulesTests {
+    @Test(arguments: [
+        ("https://example.com/a", true), ("HTTP://EXAMPLE.COM", true), ("http://x", true),
+        ("javascript:alert(1)", false), ("https://", false), ("https:///path", false), ("http://?q", false),
+        ("https://exa mple.com", false), ("https://example.com/\t", false), ("https://example.com/\u{A0}", false),
+        ("ftp://example.com", false), ("data:text/html,hi", false), ("//example.com", false), ("mailto:a@b.c", false),
+    ])
+    func linksAreHTTPOrHTTPSWithAHost(link: String, valid: Bool) {
+        #expect((ItemRules.violation(of: link, as: .link) == nil) == valid, "\(link.debugDescription)")
+    }
+
+    @Test func lengthsCountCodePointsNotCharacters() {
+        let zalgo = String(repeating: "a\u{301}\u{302}\u{303}\u{304}\u{305}", count: 100)
+        #expect(zalgo.count == 100)
+        #expect(ItemRules.violation(of: zalgo, as: .title) == .tooLong(limit: 500))
+        #expect(ItemRules.violation(of: String(repeating: "\u{1F600}", count: 500), as: .title) == nil)
+        #expect(ItemRules.violation(of: String(repeating: "\u{1F600}", count: 501), as: .title) == .tooLong(limit: 500))
+    }
+
+    @Test func aCutNeverSplitsACharacterAndKeepsNoTrailingSpace() {
+        #expect(ItemRules.cut("abc def", toLength: 4) == "abc")
+        // "e" + U+0301 is one character of two scalars: it goes whole or not at all.
+        #expect(ItemRules.cut("caf" + "e\u{301}" + "s", toLength: 4) == "caf")
+        #expect(ItemRules.cut("caf" + "e\u{301}" + "s", toLength: 5) == "caf" + "e\u{301}")
+        #expect(ItemRules.cut("\u{1F600}\u{1F601}", toLength: 1) == "\u{1F600}")
+        // One character longer than the limit alone: its first scalars.
+        #expect(ItemRules.cut("a\u{301}\u{302}\u{303}", toLength: 2).unicodeScalars.count == 2)
+        #expect(ItemRules.cut("short", toLength: 10) == "short")
+    }
+
+    @Test func upstreamItemsAreCutOrSkipped() {
+        let base = URL(string: "https://feeds.example/blog/feed.json")
+        let published = Timestamp(milliseconds: 1)
+        func admit(_ item: FeedItem) -> ItemRules.Admission { ItemRules.admit(item, base: base) }
+        #expect(admit(FeedItem(id: String(repeating: "i", count: 501), title: "t", published: published)) == .skip(.id))
+        #expect(admit(FeedItem(id: "", title: "t", published: published)) == .skip(.id))
+        #expect(admit(FeedItem(id: "k", title: "t\u{0}", published: published)) == .skip(.nul))
+        #expect(admit(FeedItem(id: "k", title: "t", link: "javascript:x", published: published)) == .skip(.link))
+        #expect(
+            admit(FeedItem(id: "k", title: "t", link: "https://e.x/" + String(repeating: "l", count: 2000), published: published)) == .skip(.link))
+        let relative = admit(FeedItem(id: "k", title: "t", link: " ../post?id=1 ", published: published))
+        #expect(relative == .keep(FeedItem(id: "k", title: "t", link: "https://feeds.example/post?id=1", published: published), cut: []))
+        let long = admit(
+            FeedItem(id: "k", title: String(repeating: "t", count: 600), author: String(repeating: "a", count: 300), published: published))
+        guard case .keep(let kept, let cut) = long else {
+            Issue.record("an item with long texts is kept")
+            return
+        }
+        #expect(cut == [.title, .author])
+        #expect(kept.title.count == 500)
+        #expect(kept.author?.count == 200)
+    }
+
+    @Test func aJSONFeedIDMustBeAStringOrAWholeNumber() throws {
+        let json = """
+            {"version": "https://jsonfeed.org/version/1.1", "items": [
+              {"id": true, "title": "boolean"}, {"id": 7, "title": "number"}, {"id": 1.5, "title": "fraction"},
+              {"id": {"a": 1}, "title": "object"}, {"id": "s", "title": "string"}, {"url": "https://e.x/u", "title": "no id"}]}
+            """
+        let entries = try FeedParser.entries(Data(json.utf8), source: "test")
+        #expect(entries.compactMap(\.item).map(\.id) == ["7", "s", "https://e.x/u"])
+        #expect(entries.filter { $0 == .unusable(.id) }.count == 3, "true, 1.5 and an object are not ids")
+    }
+}
