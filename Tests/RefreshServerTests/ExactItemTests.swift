@@ -170,4 +170,32 @@ import Testing
             #expect((reply.json["message"] as? String)?.hasPrefix(field) == true, "\(reply.text)")
         }
     }
+
+    @Test func aPublishTheStoreCannotTakeIs503AndNamesTheIDsToRetryWith() async throws {
+        try await TestServer.run(TestServer.configuration { $0.demo = false }, feed: UnavailableFeed()) { server in
+            let reply = try await server.post("/api/items", #"{"items": [{"title": "no id"}, {"id": "mine", "title": "with id"}]}"#)
+            #expect(reply.status == 503, "\(reply.text)")
+            #expect(reply.json["error"] as? String == "store_unavailable")
+            #expect(reply.headers.first(name: "Retry-After") == "5")
+            let ids = reply.json["ids"] as? [String]
+            #expect(ids?.count == 2)
+            #expect(ids?.first?.hasPrefix("item-") == true, "the server gave the first item its id before storing")
+            #expect(ids?.last == "mine")
+        }
+    }
+}
+
+/// A store that cannot take writes now.
+private struct UnavailableFeed: FeedSource {
+    let base = MemoryFeed()
+    func update(progress: @escaping ProgressSink) async throws -> FeedUpdate { try await base.update(progress: progress) }
+    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await base.newer(than: cursor, limit: limit) }
+    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
+        try await base.older(than: cursor, through: position, limit: limit)
+    }
+    func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await base.added(after: position, limit: limit) }
+    func head() async throws -> FeedHead? { try await base.head() }
+    func publish(_ items: [FeedItem]) async throws -> [FeedItem] { throw FeedStoreUnavailable("the test's store takes no writes") }
+    func item(id: String) async throws -> FeedItem? { try await base.item(id: id) }
+    func position(of id: String) async throws -> FeedPosition? { try await base.position(of: id) }
 }

@@ -90,6 +90,49 @@ struct PostgresFeedTests {
         }
     }
 
+    /// The connection cut right after `COMMIT` was forwarded (it commits, its answer is lost)
+    /// or right before (it rolls back): every write answered as stored is there, every one
+    /// answered unavailable is not.
+    @Test func aCommitWhoseAnswerIsLostIsAnsweredByWhatPostgreSQLDid() async throws {
+        let url = try await TestPostgres.freshDatabase()
+        let direct = try TestPostgres.feed(url: url)
+        _ = try await direct.appliedMigrations()
+        let location = try PostgresLocation(url: url)
+        let proxy = try await CommitCuttingProxy.start(to: location.host, port: location.port)
+        defer { Task { await proxy.close() } }
+        var components = try #require(URLComponents(string: url))
+        components.host = "127.0.0.1"
+        components.port = proxy.port
+        components.query = "sslmode=disable"
+        let proxied = try TestPostgres.feed(url: try #require(components.string))
+        _ = try await proxied.appliedMigrations()
+
+        proxy.policy.set([.afterCommit, .beforeCommit, .pass])
+        var answers: [(id: String, stored: Bool)] = []
+        for index in 0..<12 {
+            let id = "cut-\(index)"
+            do {
+                _ = try await proxied.publish([FeedItem(id: id, title: "first", published: Timestamp(milliseconds: Int64(index)))])
+                answers.append((id, true))
+            } catch is FeedStoreUnavailable {
+                answers.append((id, false))
+            }
+        }
+        #expect(proxy.policy.counts == [.afterCommit: 4, .beforeCommit: 4, .pass: 4])
+        for (id, acknowledged) in answers {
+            let stored = try await direct.item(id: id) != nil
+            #expect(stored == acknowledged, "\(id): answered \(acknowledged ? "stored" : "unavailable"), \(stored ? "stored" : "not stored")")
+        }
+        #expect(answers.filter(\.stored).count == 8, "the commits whose answer was lost count as stored: \(answers)")
+
+        // An upsert whose COMMIT's answer is lost: the new title is what it says.
+        proxy.policy.set([.afterCommit])
+        let replaced = try await proxied.publish([FeedItem(id: "cut-0", title: "second", published: Timestamp(milliseconds: 0))])
+        #expect(replaced.first?.title == "second")
+        #expect(try await direct.item(id: "cut-0")?.title == "second")
+        #expect(try await direct.head()?.position == 8, "positions stay dense")
+    }
+
     // MARK: - Helpers
 
     private func listening(url: String, poll: Duration) throws -> (PostgresFeed, NewsHub, HeadListener) {

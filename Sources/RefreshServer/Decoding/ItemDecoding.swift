@@ -47,6 +47,8 @@ enum ItemDecoding {
         } else {
             published = now
         }
+        // Given here, before the store is asked: a publish answered 503 names it, and a
+        // retry with it replaces rather than adds.
         let id = try text(input.id, .id, field("id"), required: false) ?? generatedID(now: now, index: index)
         return FeedItem(
             id: id, title: title, summary: try text(input.summary, .summary, field("summary"), required: false),

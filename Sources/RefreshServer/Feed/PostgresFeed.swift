@@ -333,53 +333,79 @@ public final class PostgresFeed: FeedSource, Sendable {
 
     /// New ids take the next positions in feed order while the head row is locked; the
     /// commit notifies every instance of the new head.
+    ///
+    /// When the connection drops after `COMMIT` was sent, the answer is what PostgreSQL says
+    /// became of the transaction (``UncertainCommit``), not a guess either way.
     private func upsert(_ items: [FeedItem], replacing: Bool, _ attempt: Attempt) async throws -> Int {
         // The last of a batch's items with one id wins, as if they were stored one by one.
         let batch = ItemKey.lastOfEachID(items).sorted { $0.cursor < $1.cursor }
         let ids = batch.map(\.id)
-        return try await client.withTransaction(logger: logger) { connection in
-            try attempt.mayGoOn()
-            // A writer stuck holding the head would stop every instance's writes: waiting for
-            // it ends within the deadline.
-            try await connection.query(
-                PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = '\(Self.operationDeadline.components.seconds)s'"), logger: logger)
-            var head: FeedPosition = 0
-            for try await position in try await connection.query("SELECT position FROM feed_head FOR UPDATE", logger: logger).decode(Int64.self) {
-                head = position
-            }
-            try attempt.mayGoOn()
-            var existing = Set<ItemKey>()
-            for try await id in try await connection.query("SELECT id FROM item WHERE id = ANY(\(ids))", logger: logger).decode(String.self) {
-                existing.insert(ItemKey(id))
-            }
-            var added = 0
-            for item in batch {
-                let published = item.published.milliseconds
-                if existing.contains(ItemKey(item.id)) {
-                    guard replacing else { continue }
-                    try await connection.query(
-                        """
-                        UPDATE item SET title = \(item.title), summary = \(item.summary), link = \(item.link),
-                        author = \(item.author), published = \(published) WHERE id = \(item.id)
-                        """, logger: logger)
-                } else {
-                    head += 1
-                    added += 1
-                    try await connection.query(
-                        """
-                        INSERT INTO item (id, title, summary, link, author, published, position)
-                        VALUES (\(item.id), \(item.title), \(item.summary), \(item.link), \(item.author), \(published), \(head))
-                        """, logger: logger)
+        var sent: (commit: UncertainCommit, added: Int)?
+        do {
+            return try await client.withTransaction(logger: logger) { connection in
+                try attempt.mayGoOn()
+                // A writer stuck holding the head would stop every instance's writes: waiting for
+                // it ends within the deadline.
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = '\(Self.operationDeadline.components.seconds)s'"), logger: logger)
+                var head: FeedPosition = 0
+                var commit: UncertainCommit?
+                let locked = try await connection.query(
+                    "SELECT position, txid_current(), pg_backend_pid() FROM feed_head FOR UPDATE", logger: logger)
+                for try await (position, transaction, backend) in locked.decode((Int64, Int64, Int32).self) {
+                    head = position
+                    commit = UncertainCommit(transaction: transaction, backend: backend)
                 }
+                try attempt.mayGoOn()
+                var existing = Set<ItemKey>()
+                for try await id in try await connection.query("SELECT id FROM item WHERE id = ANY(\(ids))", logger: logger).decode(String.self) {
+                    existing.insert(ItemKey(id))
+                }
+                var added = 0
+                for item in batch {
+                    let published = item.published.milliseconds
+                    if existing.contains(ItemKey(item.id)) {
+                        guard replacing else { continue }
+                        try await connection.query(
+                            """
+                            UPDATE item SET title = \(item.title), summary = \(item.summary), link = \(item.link),
+                            author = \(item.author), published = \(published) WHERE id = \(item.id)
+                            """, logger: logger)
+                    } else {
+                        head += 1
+                        added += 1
+                        try await connection.query(
+                            """
+                            INSERT INTO item (id, title, summary, link, author, published, position)
+                            VALUES (\(item.id), \(item.title), \(item.summary), \(item.link), \(item.author), \(published), \(head))
+                            """, logger: logger)
+                    }
+                }
+                if added > 0 {
+                    try await connection.query("UPDATE feed_head SET position = \(head)", logger: logger)
+                    try await connection.query("SELECT pg_notify(\(Self.notificationChannel), \(String(head)))", logger: logger)
+                }
+                try attempt.commit()
+                sent = commit.map { ($0, added) }
+                return added
             }
-            if added > 0 {
-                try await connection.query("UPDATE feed_head SET position = \(head)", logger: logger)
-                try await connection.query("SELECT pg_notify(\(Self.notificationChannel), \(String(head)))", logger: logger)
+        } catch let error as PostgresTransactionError where error.commitError != nil {
+            guard let sent else { throw error }
+            logger.warning(
+                "PostgreSQL's answer to a COMMIT was lost; asking it what became of the write",
+                metadata: ["error": "\(String(reflecting: error.commitError!))"])
+            switch try await sent.commit.outcome(client: client, logger: logger, within: Self.commitCheckDeadline) {
+            case .committed:
+                logger.notice("The write whose COMMIT's answer was lost did commit")
+                return sent.added
+            case .rolledBack:
+                throw error
             }
-            try attempt.commit()
-            return added
         }
     }
+
+    /// How long a write whose `COMMIT` answer was lost keeps asking PostgreSQL what became of it.
+    static let commitCheckDeadline: Duration = .seconds(10)
 
     // MARK: - Reading
 

@@ -53,12 +53,34 @@ struct ItemRoutes: Sendable {
             throw APIError.malformedJSON("the body is empty")
         }
         let items = try ItemDecoding.decode(body, now: .now())
-        let stored = try await feed.publish(items)
+        let stored: [FeedItem]
+        do {
+            stored = try await feed.publish(items)
+        } catch let error as FeedStoreUnavailable {
+            return unavailable(error, items: items, request: request, context: context)
+        }
         await news.catchUp(with: feed)
         return JSONResponse.make(.created, request: request) { json in
             json.beginObject()
             json.key("items")
             json.items(stored)
+            json.endObject()
+        }
+    }
+
+    /// `503`, naming the ids the items were given: nothing was stored, and a retry with them
+    /// stores each item once, whatever became of this attempt.
+    private func unavailable(_ error: FeedStoreUnavailable, items: [FeedItem], request: Request, context: Context) -> Response {
+        let refusal = APIError(.serviceUnavailable, "store_unavailable", "\(error).", retryAfter: 5)
+        refusal.logRefusal(method: request.method, path: request.uri.path, requestID: request.headers[.xRequestID], logger: context.logger)
+        return JSONResponse.make(.serviceUnavailable, request: request, headers: [.retryAfter: "5"]) { json in
+            json.beginObject()
+            json.field("error", refusal.code)
+            json.field("message", refusal.message)
+            json.key("ids")
+            json.beginArray()
+            for item in items { json.value(item.id) }
+            json.endArray()
             json.endObject()
         }
     }
