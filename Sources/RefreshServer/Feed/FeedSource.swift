@@ -63,9 +63,16 @@ public protocol FeedSource: Sendable {
     func item(id: String) async throws -> FeedItem?
     /// The position the item with this id took, to know what a page showing it has seen.
     func position(of id: String) async throws -> FeedPosition?
+    /// Throws when the store cannot serve now, for `/readyz`: by default, when the head
+    /// cannot be read.
+    func checkReady() async throws
 }
 
 extension FeedSource {
+    public func checkReady() async throws {
+        _ = try await head()
+    }
+
     /// Items strictly older than `cursor`, whenever they came.
     public func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage {
         try await older(than: cursor, through: nil, limit: limit)

@@ -9,20 +9,33 @@ import GRDB
 public final class SQLiteFeed: FeedSource, UpstreamStore {
     private let database: any DatabaseWriter
     private let upstreams: UpstreamSet?
+    private let lockWait: LockWait
+    /// A file others may lock, rather than a database of this process alone.
+    private let isShared: Bool
+
+    /// The longest a write waits for the database lock, from when it reaches the store, and
+    /// so about the longest a publish waits before `503` while another process holds it.
+    static let lockDeadline: Duration = .seconds(5)
+    /// The longest `/readyz` waits for the lock before saying writes cannot get it.
+    static let readinessLockWait: Duration = .seconds(1)
 
     /// - Parameters:
     ///   - path: a file (its folder is created), or `:memory:`.
     ///   - upstreams: feeds a refresh pulls from; none means the feed only changes by publishing.
     public init(path: String, upstreams: UpstreamSet? = nil) throws {
+        let lockWait = LockWait(fallback: Self.lockDeadline)
         if path == ":memory:" {
             database = try DatabaseQueue()
+            isShared = false
         } else {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             var configuration = Configuration()
-            configuration.busyMode = .timeout(5)
+            configuration.busyMode = .callback { tries in lockWait.shouldRetry(tries: tries) }
             database = try DatabasePool(path: path, configuration: configuration)
+            isShared = true
         }
+        self.lockWait = lockWait
         self.upstreams = upstreams
         try Self.migrator.migrate(database)
     }
@@ -158,11 +171,46 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
     func store(_ items: [FeedItem]) async throws -> Int {
         guard !items.isEmpty else { return 0 }
         try ItemRules.check(items)
+        let deadline = ContinuousClock.now + Self.lockDeadline
         do {
-            return try await database.write { db in try Self.upsert(items, replacing: true, db) }
+            return try await database.writeWithoutTransaction { [lockWait] db in
+                try lockWait.waiting(until: deadline) {
+                    var added = 0
+                    try db.inTransaction {
+                        added = try Self.upsert(items, replacing: true, db)
+                        return .commit
+                    }
+                    return added
+                }
+            }
         } catch let error as DatabaseError where Self.transientFailures.contains(error.resultCode) {
             // The transaction rolled back, so nothing was stored: the client may retry later.
+            if Self.lockFailures.contains(error.resultCode) { throw Self.locked }
             throw FeedStoreUnavailable("SQLite could not store the items: \(error.message ?? "\(error.resultCode)")")
+        } catch is LockWait.Expired {
+            throw Self.locked
+        }
+    }
+
+    private static let lockFailures: [ResultCode] = [.SQLITE_BUSY, .SQLITE_LOCKED]
+
+    private static let locked = FeedStoreUnavailable(
+        "SQLite could not store the items: another process held the database's lock for \(ActionRunner.describe(lockDeadline))")
+
+    /// Reads the head, then takes the write lock and lets it go at once: a feed whose writes
+    /// cannot get the lock (another process holds it) is not ready, although it reads.
+    public func checkReady() async throws {
+        _ = try await head()
+        guard isShared else { return }
+        do {
+            try await database.writeWithoutTransaction { [lockWait] db in
+                try lockWait.waiting(until: .now + Self.readinessLockWait) {
+                    try db.execute(sql: "BEGIN IMMEDIATE")
+                    try db.execute(sql: "ROLLBACK")
+                }
+            }
+        } catch let error as DatabaseError where Self.lockFailures.contains(error.resultCode) {
+            throw FeedStoreUnavailable("writes cannot get the SQLite database's lock: another process holds it")
         }
     }
 

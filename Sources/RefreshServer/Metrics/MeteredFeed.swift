@@ -46,6 +46,10 @@ struct MeteredFeed: FeedSource {
         try await counted(.read) { try await base.position(of: id) }
     }
 
+    func checkReady() async throws {
+        try await counted(.read) { try await base.checkReady() }
+    }
+
     private func counted<Result: Sendable>(
         _ operation: ServerMetrics.StoreOperation, _ call: () async throws -> Result
     ) async throws -> Result {

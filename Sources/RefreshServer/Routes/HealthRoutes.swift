@@ -1,8 +1,9 @@
 import Hummingbird
 
 /// `/healthz` says the process answers; `/readyz` says it can serve, which a load balancer
-/// asks before sending it pages: the store answers within a deadline and, with PostgreSQL,
-/// the connection that brings other instances' news is up.
+/// asks before sending it pages: the store answers within a deadline (with SQLite, writes
+/// can also get the database's lock) and, with PostgreSQL, the connection that brings other
+/// instances' news is up.
 struct HealthRoutes<Context: RequestContext>: Sendable {
     let feed: any FeedSource
     let listener: HeadListener?
@@ -22,7 +23,7 @@ struct HealthRoutes<Context: RequestContext>: Sendable {
         do {
             try await withThrowingTaskGroup(of: Bool.self) { group in
                 group.addTask { [feed] in
-                    _ = try await feed.head()
+                    try await feed.checkReady()
                     return true
                 }
                 group.addTask { [deadline] in

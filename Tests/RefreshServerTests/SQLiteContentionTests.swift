@@ -1,0 +1,67 @@
+import Foundation
+import GRDB
+import Logging
+import Testing
+
+@testable import RefreshServer
+
+/// The SQLite file locked by someone else (a backup, a `sqlite3` shell in `BEGIN
+/// EXCLUSIVE`): publishes are answered `503` within the store's deadline from their arrival,
+/// however many queue, `/readyz` says the store is not ready, and all is well once the lock
+/// is let go.
+@Suite struct SQLiteContentionTests {
+    @Test func queuedWritesWaitForTheLockAtMostTheDeadlineInAllAndReadyzSaysSo() async throws {
+        let path = temporaryDatabase()
+        let configuration = TestServer.configuration {
+            $0.database = path
+            $0.demo = false
+        }
+        try await TestServer.run(configuration) { server in
+            #expect(try await server.get("/readyz").status == 200)
+            let holder = try SQLiteLockHolder(path: path)
+
+            let ready = try await server.get("/readyz")
+            #expect(ready.status == 503, "\(ready.text)")
+            #expect(ready.json["error"] as? String == "store_unavailable")
+
+            let started = ContinuousClock.now
+            let answers = try await withThrowingTaskGroup(of: (Int, Duration).self) { group in
+                for index in 0..<5 {
+                    group.addTask {
+                        let reply = try await server.post("/api/items", #"{"id": "queued-\#(index)", "title": "Queued"}"#)
+                        return (reply.status, ContinuousClock.now - started)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let slowest = answers.map(\.1).max() ?? .zero
+            print("5 publishes behind a held SQLite lock: all answered within \(slowest)")
+            #expect(answers.map(\.0) == Array(repeating: 503, count: 5))
+            #expect(slowest < SQLiteFeed.lockDeadline + .milliseconds(1500), "the slowest of 5 answered after \(slowest)")
+
+            try holder.release()
+            let publish = try await server.post("/api/items", #"{"id": "after", "title": "After"}"#)
+            #expect(publish.status == 201, "\(publish.text)")
+            #expect(try await server.get("/readyz").status == 200)
+            let ids = (try await server.get("/api/items").json["items"] as? [[String: Any]])?.compactMap { $0["id"] as? String }
+            #expect(ids == ["after"], "no 503 was stored")
+        }
+    }
+}
+
+/// Another connection to the file holding its write lock, as another process would: SQLite
+/// locks between connections of one process as between processes.
+final class SQLiteLockHolder {
+    private let queue: DatabaseQueue
+
+    init(path: String) throws {
+        var configuration = Configuration()
+        configuration.allowsUnsafeTransactions = true
+        queue = try DatabaseQueue(path: path, configuration: configuration)
+        try queue.writeWithoutTransaction { try $0.execute(sql: "BEGIN EXCLUSIVE") }
+    }
+
+    func release() throws {
+        try queue.writeWithoutTransaction { try $0.execute(sql: "ROLLBACK") }
+    }
+}
