@@ -53,6 +53,7 @@ let package = Package(
                 "RefreshServer/Connection/HTTPServer.swift",
                 "RefreshServer/Feed/PostgresFeed.swift",
                 "RefreshServer/Feed/SQLiteFeed.swift",
+                "RefreshServer/Feed/SQLiteLocation.swift",
                 "RefreshServer/Feed/UncertainCommit.swift",
                 "RefreshServer/Feed/Upstream",
                 "RefreshServer/News/HeadListener.swift",

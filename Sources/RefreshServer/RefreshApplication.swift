@@ -102,7 +102,7 @@ public enum RefreshApplication {
             let feed = try PostgresFeed(url: configuration.database, upstreams: upstreams, logger: logger)
             return shared(feed, seed: seed ? DemoItems.make() : nil, configuration, news: news, logger: logger)
         }
-        let store = try SQLiteFeed(path: configuration.database, upstreams: upstreams)
+        let store = try SQLiteLocation.open(configuration.database, upstreams: upstreams)
         if seed, try store.isEmpty {
             try store.seed(DemoItems.make())
         }

@@ -65,3 +65,33 @@ final class SQLiteLockHolder {
         try queue.writeWithoutTransaction { try $0.execute(sql: "ROLLBACK") }
     }
 }
+
+/// `--database` naming what can never hold an SQLite database stops the start with one
+/// configuration error that names the setting (and so `refresh-server` exits 78).
+@Suite struct DatabaseLocationTests {
+    @Test func aFolderOrAnUnwritablePathIsAConfigurationErrorNamingTheSetting() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("db-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let file = (folder as NSString).appendingPathComponent("plain-file")
+        _ = FileManager.default.createFile(atPath: file, contents: Data(String(repeating: "not a database ", count: 512).utf8))
+        let cases = [
+            (folder, "is a folder"),
+            (folder + "/", "is a folder"),
+            ((file as NSString).appendingPathComponent("refresh.sqlite"), "is a file, not a folder"),
+            ("/proc/ptr-no-such/refresh.sqlite", "cannot be created"),
+            (file, "cannot be opened as an SQLite database"),
+        ]
+        for (path, expected) in cases {
+            var configuration = ServerConfiguration()
+            configuration.database = path
+            configuration.demo = false
+            let error = #expect(throws: ConfigurationError.self, "\(path)") {
+                _ = try RefreshApplication.defaultStore(configuration, news: NewsHub(), logger: Logger(label: "test"))
+            }
+            #expect(error?.setting == "database")
+            #expect(error?.description.hasPrefix("database \(path): ") == true, "\(String(describing: error))")
+            #expect(error?.description.contains(expected) == true, "\(path): \(String(describing: error))")
+            #expect(error?.description.contains("\n") == false)
+        }
+    }
+}

@@ -100,6 +100,14 @@ refused "a trusted proxy" 78 "Error: --trusted-proxy: 10.0.0.300 is not an IP ad
     "${public[@]}" --trusted-proxy 10.0.0.300
 refused "an instance name" 78 "Error: PTR_INSTANCE=eu_1: must be 1 to 32 letters, digits or '-'" "${public[@]}" PTR_INSTANCE=eu_1
 
+echo "-- an unusable --database"
+mkdir -p "$WORK/db-folder"
+refused "a folder" 78 "Error: database $WORK/db-folder: is a folder; name a file in it, such as $WORK/db-folder/refresh.sqlite" \
+    PTR_PUBLIC="$ROOT/Public" PTR_PORT=0 --database "$WORK/db-folder"
+echo "not a database" >"$WORK/db-file"
+refused "a path under a file" 78 "Error: database $WORK/db-file/refresh.sqlite: $WORK/db-file is a file, not a folder" \
+    PTR_PUBLIC="$ROOT/Public" PTR_PORT=0 PTR_DATABASE="$WORK/db-file/refresh.sqlite"
+
 echo "-- --help"
 help=$("$BIN" --help)
 expect_match "--help shows a default and its variable" "$help" 'default: 8080; env: PTR_PORT'
