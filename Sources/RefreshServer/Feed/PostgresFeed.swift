@@ -22,6 +22,8 @@ public final class PostgresFeed: FeedSource, Sendable {
     static let notificationChannel = "ptr_feed_head"
 
     let client: PostgresClient
+    /// For a connection outside the pool, to learn the fate of a commit (``UncertainCommit``).
+    private let direct: PostgresConnection.Configuration
     private let upstreams: UpstreamSet?
     private let logger: Logger
     private let migration = Mutex<Task<Void, any Error>?>(nil)
@@ -43,6 +45,11 @@ public final class PostgresFeed: FeedSource, Sendable {
         var background = logger
         background.logLevel = max(logger.logLevel, .warning)
         client = PostgresClient(configuration: configuration, backgroundLogger: background)
+        var direct = PostgresConnection.Configuration(
+            host: location.host, port: location.port, username: location.user, password: location.password, database: location.database,
+            tls: try location.tls.connection)
+        direct.options.connectTimeout = .seconds(5)
+        self.direct = direct
         self.upstreams = upstreams
         self.logger = logger
     }
@@ -394,7 +401,10 @@ public final class PostgresFeed: FeedSource, Sendable {
             logger.warning(
                 "PostgreSQL's answer to a COMMIT was lost; asking it what became of the write",
                 metadata: ["error": "\(String(reflecting: error.commitError!))"])
-            switch try await sent.commit.outcome(client: client, logger: logger, within: Self.commitCheckDeadline) {
+            let direct = direct
+            let logger = logger
+            let connect = { @Sendable in try await PostgresConnection.connect(configuration: direct, id: 0, logger: logger) }
+            switch try await sent.commit.outcome(connect: connect, logger: logger, within: Self.commitCheckDeadline) {
             case .committed:
                 logger.notice("The write whose COMMIT's answer was lost did commit")
                 return sent.added
@@ -627,6 +637,20 @@ struct PostgresLocation: Equatable {
 }
 
 extension PostgresLocation.TLSMode {
+    /// The same for a single connection outside the pool.
+    var connection: PostgresConnection.Configuration.TLS {
+        get throws {
+            var unverified = TLSConfiguration.makeClientConfiguration()
+            unverified.certificateVerification = .none
+            return switch self {
+            case .disable: .disable
+            case .prefer: .prefer(try NIOSSLContext(configuration: unverified))
+            case .require: .require(try NIOSSLContext(configuration: unverified))
+            case .verifyFull: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            }
+        }
+    }
+
     var client: PostgresClient.Configuration.TLS {
         var unverified = TLSConfiguration.makeClientConfiguration()
         unverified.certificateVerification = .none
