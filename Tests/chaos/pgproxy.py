@@ -78,11 +78,8 @@ class CommitCutter:
         except OSError:
             pass
         finally:
-            for end in (client, server):
-                try:
-                    end.close()
-                except OSError:
-                    pass
+            _close(client)
+            _close(server)
 
     def _forward(self, client, server):
         pending = b""
@@ -121,8 +118,8 @@ class CommitCutter:
                     fate = self._decide()
                     if fate == "before":
                         server.sendall(out)
-                        client.close()
-                        server.close()
+                        _close(client)
+                        _close(server)
                         return
                     out += message
                     if fate == "after":
@@ -133,7 +130,11 @@ class CommitCutter:
                 if out:
                     server.sendall(out)
         except OSError:
-            pass
+            # Either side gone: the other must see it too, or the client would wait on a
+            # connection nobody forwards.
+            _close(client)
+            _close(server)
+            return
         try:
             server.shutdown(socket.SHUT_WR)
         except OSError:
@@ -143,7 +144,17 @@ class CommitCutter:
     def _cut_after(client, server, out):
         server.sendall(out)
         server.shutdown(socket.SHUT_WR)
-        client.close()
+        _close(client)
+
+
+def _close(end):
+    """Closes a socket at once: `close()` alone waits while another thread is in `recv()` on
+    it, so the other side would not see the end."""
+    for step in (lambda: end.shutdown(socket.SHUT_RDWR), end.close):
+        try:
+            step()
+        except OSError:
+            pass
 
 
 def _is_commit(kind, message):
