@@ -82,6 +82,7 @@ struct HostileUpstream {
                 #expect(done["added"] as? Int == 4, "\(done)")
 
                 let page = try await server.get("/api/items")
+                print("a page of /api/items after an upstream with megabyte fields: \(page.body.count) bytes")
                 #expect(page.status == 200)
                 #expect(page.body.count < 256 * 1024, "a page of /api/items is \(page.body.count) bytes")
                 let items = page.json["items"] as? [[String: Any]] ?? []
