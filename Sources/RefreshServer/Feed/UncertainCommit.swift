@@ -48,7 +48,8 @@ struct UncertainCommit: Sendable, Equatable {
                 case "aborted": return .rolledBack
                 case nil:
                     throw FeedStoreUnavailable(
-                        "PostgreSQL no longer knows whether a write whose COMMIT was sent committed; retrying with the same ids stores each item once")
+                        "PostgreSQL no longer knows whether a write whose COMMIT was sent committed; retrying with the same ids stores each item once"
+                    )
                 default:
                     if !endAsked, ContinuousClock.now - started >= Self.graceBeforeEnding {
                         try await Self.asking(connect, until: deadline) { connection in try await self.end(on: connection, logger: logger) }
