@@ -239,7 +239,7 @@ import Testing
             let session = try await server.session()
             for (path, methods) in [
                 ("/api/items", "GET, HEAD, POST"), ("/api/sessions", "POST"), ("/api/sessions/\(session)", "GET, HEAD, DELETE"),
-                ("/api/sessions/\(session)/samples", "POST"), ("/api/sessions/\(session)/events", "GET"),
+                ("/api/sessions/\(session)/samples", "POST"), ("/api/sessions/\(session)/events", "GET, HEAD"),
                 ("/api/sessions/\(session)/refresh", "POST, DELETE"), ("/api/sessions/\(session)/load-more", "POST"),
             ] {
                 let preflight = try await server.request(

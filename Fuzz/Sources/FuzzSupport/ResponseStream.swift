@@ -65,6 +65,8 @@ public struct ResponseStream {
         invariant(code.allSatisfy { (48...57).contains($0) } && statusLine[12] == UInt8(ascii: " "), "bad status code: \(text(from: start))")
         let status = Int(String(decoding: code, as: UTF8.self))!
         invariant((100...599).contains(status), "status \(status)")
+        // The server upgrades to nothing: an `Upgrade` is answered as if it were absent.
+        invariant(status != 101, "a 101: \(text(from: start))")
         invariant(statusLine[13...].allSatisfy { $0 == 0x09 || (0x20...0x7E).contains($0) || $0 >= 0x80 }, "bad reason phrase: \(text(from: start))")
         var fields: [(String, String)] = []
         for line in lines.dropFirst() {

@@ -99,6 +99,11 @@ public struct APIError: Error, Sendable, Equatable {
         Self(.badRequest, "bad_host", count == 0 ? "An HTTP/1.1 request needs a Host header." : "A request has one Host header, not \(count).")
     }
 
+    static let repeatedOrigin = Self(.badRequest, "bad_origin", "A request has at most one Origin header.")
+
+    /// No `Allow`: an authority-form target names no resource of this server to list methods for.
+    static let notAProxy = Self(.methodNotAllowed, "method_not_allowed", "CONNECT is not served: this server is not a proxy.")
+
     static let unknownHost = Self(
         .misdirectedRequest, "unknown_host",
         "This server does not answer to that Host name; an operator adds names with --public-host.")
