@@ -17,6 +17,7 @@ import Testing
     /// as `describe` then shows it.
     static func sample(_ setting: Setting) -> (value: SettingValue, text: String, described: String) {
         switch setting.kind {
+        case .int where setting.key == "replay-buffer-bytes": (.int(7000), "7000", "7000")
         case .int: (.int(7), "7", "7")
         case .double: (.double(7.5), "7.5", "7.5")
         // Beyond loopback a server needs a publish token: a loopback address no default equals.

@@ -75,6 +75,7 @@ extension ServerConfiguration {
         .int("reconnect-delay-ms", \.reconnectDelayMilliseconds, 1...3_600_000),
         .seconds("session-idle-timeout", \.sessionIdleTimeout),
         .int("replay-buffer", \.replayBufferLength, 1...Int.max),
+        .int("replay-buffer-bytes", \.replayBufferBytes, 1024...Int.max),
         .int("stream-send-buffer", \.streamSendBufferBytes, 1...Int(Int32.max)),
         .seconds("keepalive", \.keepaliveInterval),
         .seconds("refresh-timeout", \.actionTimeout),
