@@ -284,6 +284,7 @@ struct RefreshServerCommand: AsyncParsableCommand {
         }
         var logger = Logger(label: "refresh-server")
         logger.logLevel = level
+        if let warning = sources.unknownVariablesWarning { logger.warning("\(warning)") }
 
         let host = configuration.host
         let app = try RefreshApplication.build(configuration: configuration, logger: logger) { port in

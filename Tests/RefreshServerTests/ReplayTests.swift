@@ -131,10 +131,10 @@ import Testing
 
     @Test func keepaliveCommentsFlowOnIdleStreams() async throws {
         var configuration = TestServer.configuration()
-        configuration.keepaliveInterval = .milliseconds(100)
+        configuration.keepaliveInterval = .seconds(1)
         try await TestServer.run(configuration) { server in
             let (_, stream) = try await server.watchedSession()
-            let block = try await stream.next(within: 2)
+            let block = try await stream.next(within: 4)
             #expect(block.comment == "keepalive")
         }
     }

@@ -408,6 +408,19 @@ import Testing
         #expect(!any.allowsHost("10.0.0") && !any.allowsHost("1.2.3.4.5") && !any.allowsHost("1234.1.1.1"))
     }
 
+    /// `--host localhost` binds a loopback address, which a client may well name by number.
+    @Test func listeningOnLocalhostAnswersTheLoopbackAddressesByNumber() {
+        var configuration = ServerConfiguration()
+        configuration.host = "localhost"
+        let policy = RequestPolicy(configuration)
+        for host in ["localhost:8080", "127.0.0.1", "127.0.0.1:8080", "[::1]", "[::1]:8080"] {
+            #expect(policy.allowsHost(host), "\(host)")
+        }
+        for host in ["127.0.0.2", "10.0.0.1", "evil.example", "[::2]"] {
+            #expect(!policy.allowsHost(host), "\(host)")
+        }
+    }
+
     // MARK: - Labels in events and the page
 
     /// Labels are a session's config, text its client chose: in the event stream each event

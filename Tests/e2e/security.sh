@@ -133,4 +133,15 @@ expect "the flag wins over PTR_PUBLIC_HOST" "$(curl -s -o /dev/null -w '%{http_c
 stop_server
 PTR_PUBLIC_HOST=b.example,c.example start_server
 expect "PTR_PUBLIC_HOST names are served" "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: c.example' "$BASE/healthz")" 200
+stop_server
+# --host localhost binds a loopback address, which a browser may well be pointed at by number.
+start_server --host localhost
+# The address line says localhost, which wait_for_address does not read.
+for _ in $(seq 50); do port=$(grep -o 'localhost:[0-9]*' "$WORK/server.log" | cut -d: -f2 || true); [ -n "$port" ] && break; sleep 0.1; done
+BASE=http://localhost:$port
+for name in "127.0.0.1:$port" "[::1]:$port" "localhost:$port"; do
+    expect "--host localhost answers Host $name, the page included" \
+        "$(curl -s -o /dev/null -w '%{http_code}' -H "Host: $name" "$BASE/healthz") $(curl -s -o /dev/null -w '%{http_code}' -H "Host: $name" "$BASE/")" "200 200"
+done
+expect "and still refuses another name" "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: attacker.example' "$BASE/healthz")" 421
 finish
