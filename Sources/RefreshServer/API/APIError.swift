@@ -56,6 +56,11 @@ public struct APIError: Error, Sendable, Equatable {
         Self(.unprocessableContent, "out_of_range", message)
     }
 
+    /// A whole number beyond what a JSON number carries exactly.
+    static func inexactInteger(_ path: String) -> Self {
+        outOfRange("\(path) must be from -9007199254740991 to 9007199254740991 (2^53 − 1): a JSON number beyond is not exact.")
+    }
+
     static func sessionNotFound(_ id: String) -> Self {
         Self(.notFound, "session_not_found", "No session \(id): it ended or expired. Create a new one.")
     }
