@@ -704,22 +704,17 @@ extension ConnectionStateMachine {
     /// needs a fresh decoder for what comes next.
     static func decoderStops(after head: HTTPRequestHead) -> Bool {
         if head.method == .CONNECT { return true }
-        var upgrade = false
-        var connectionUpgrade = false
-        for (name, value) in head.headers {
-            switch name.utf8.count {
-            case 7 where RequestPolicy.equalIgnoringCase(name, "upgrade"):
-                upgrade = true
-            case 10 where RequestPolicy.equalIgnoringCase(name, "connection"):
-                connectionUpgrade =
-                    connectionUpgrade
-                    || value.split(separator: ",").contains {
-                        RequestPolicy.equalIgnoringCase(String($0.filter { $0 != " " && $0 != "\t" }), "upgrade")
-                    }
-            default: break
-            }
+        // Every request comes through here: most have no `Upgrade`, found by comparing the
+        // names of its length only, with no allocation.
+        guard head.headers.contains(where: { $0.name.utf8.count == 7 && RequestPolicy.equalIgnoringCase($0.name, "upgrade") }) else {
+            return false
         }
-        return upgrade && connectionUpgrade
+        return head.headers.contains { name, value in
+            name.utf8.count == 10 && RequestPolicy.equalIgnoringCase(name, "connection")
+                && value.split(separator: ",").contains {
+                    RequestPolicy.equalIgnoringCase(String($0.filter { $0 != " " && $0 != "\t" }), "upgrade")
+                }
+        }
     }
 
     /// A request target in absolute form (`http://name:port/path?query`), split into the
