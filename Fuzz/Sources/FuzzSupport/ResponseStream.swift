@@ -96,7 +96,9 @@ public struct ResponseStream {
             }
         } else if let chunked {
             invariant(chunked.lowercased() == "chunked", "Transfer-Encoding \(chunked)")
-            answer.body = readChunks()
+            // An answer to HEAD says how the body would be framed and sends none (the event
+            // stream's); a chunk-size line never starts like a status line.
+            if !bytes[index...].starts(with: Array("HTTP/1.1 ".utf8)) { answer.body = readChunks() }
         } else {
             invariant(status == 101, "a \(status) without framing: \(text(from: start))")
         }
