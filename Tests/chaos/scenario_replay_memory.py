@@ -24,7 +24,7 @@ def publish_items(server):
     batch = 20
     for start in range(0, count, batch):
         items = [{"id": f"item-{index:05d}", "title": f"Item {index}",
-                  "summary": (f"{index} " * 400)[:ITEM_BYTES - 100],
+                  "summary": (f"{index} " * ITEM_BYTES)[:ITEM_BYTES - 100],
                   "published": f"2026-01-01T00:{(index // 60) % 60:02d}:{index % 60:02d}Z"}
                  for index in range(start, min(count, start + batch))]
         status, _, body = request(server, "POST", "/api/items", {"items": items})
