@@ -62,5 +62,7 @@ public struct GestureState: Sendable, Equatable, Codable {
 public func arrowRotation(distance: Double, threshold: Double) -> Double {
     let start = 0.6 * threshold
     let span = 0.4 * threshold
+    // A threshold too small to have a span (never a validated one) turns at once.
+    guard span > 0 else { return distance >= threshold ? 180 : 0 }
     return 180 * min(max(distance - start, 0), span) / span
 }

@@ -169,7 +169,9 @@ extension RefreshConfig {
         try Self.check(prefetchDistance, "prefetchDistance", atLeast: 0, upTo: Self.largestLength)
         for (name, edge) in [("top", top), ("bottom", bottom)] {
             let limit = rubberBand.maxPull
-            try Self.check(edge.threshold, "\(name).threshold", above: 0, upTo: Self.largestLength)
+            // A threshold divides the pull and the arrow's turn: below a point, a finger's
+            // smallest move is a full pull, and a subnormal one turns the arrow by NaN.
+            try Self.check(edge.threshold, "\(name).threshold", atLeast: 1, upTo: Self.largestLength)
             try Self.check(edge.heldOffset, "\(name).heldOffset", above: 0, upTo: Self.largestLength)
             try Self.check(edge.indicatorHeight, "\(name).indicatorHeight", above: 0, upTo: Self.largestLength)
             guard edge.threshold < limit else {

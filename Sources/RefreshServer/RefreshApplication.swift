@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import Logging
 import NIOCore
@@ -40,6 +41,13 @@ public enum RefreshApplication {
         let sessions = SessionStore(runner: runner, limits: configuration)
         let streams = StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient)
         let proxies = try configuration.validatedTrustedProxies()
+        if !FileManager.default.fileExists(atPath: configuration.publicDirectory) {
+            // Only the default can be missing here (`validate` refuses any other): a server of
+            // the API alone works, but a page asked for is 404, so say why once.
+            logger.warning(
+                "no folder \(configuration.publicDirectory) here: the page and every static file answer 404; name the page's folder with --public (PTR_PUBLIC)"
+            )
+        }
         let files = try StaticFiles(directory: configuration.publicDirectory)
 
         let router = Router(context: ServerRequestContext.self)

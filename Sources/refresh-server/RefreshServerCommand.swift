@@ -135,6 +135,12 @@ struct RefreshServerCommand: AsyncParsableCommand {
 
     @Option(
         help: .setting(
+            "replay-buffer-bytes", "Bytes of events kept per session for replay, whichever of this and --replay-buffer comes first.",
+            valueName: "bytes"))
+    var replayBufferBytes: Int?
+
+    @Option(
+        help: .setting(
             "stream-send-buffer",
             "Kernel send buffer of each event stream, in bytes; a reader that stops reading gets the newest state, not a backlog.", valueName: "bytes"
         ))
@@ -222,6 +228,7 @@ struct RefreshServerCommand: AsyncParsableCommand {
         flags["reconnect-delay-ms"] = reconnectDelayMs.map(SettingValue.int)
         flags["session-idle-timeout"] = sessionIdleTimeout.map(SettingValue.double)
         flags["replay-buffer"] = replayBuffer.map(SettingValue.int)
+        flags["replay-buffer-bytes"] = replayBufferBytes.map(SettingValue.int)
         flags["stream-send-buffer"] = streamSendBuffer.map(SettingValue.int)
         flags["keepalive"] = keepalive.map(SettingValue.double)
         flags["refresh-timeout"] = refreshTimeout.map(SettingValue.double)
@@ -277,6 +284,7 @@ struct RefreshServerCommand: AsyncParsableCommand {
         }
         var logger = Logger(label: "refresh-server")
         logger.logLevel = level
+        if let warning = sources.unknownVariablesWarning { logger.warning("\(warning)") }
 
         let host = configuration.host
         let app = try RefreshApplication.build(configuration: configuration, logger: logger) { port in

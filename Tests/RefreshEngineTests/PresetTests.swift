@@ -107,6 +107,8 @@ import Testing
     @Test(arguments: [
         (RefreshConfig.Overrides(top: .init(threshold: -1)), "top.threshold"),
         (RefreshConfig.Overrides(top: .init(threshold: 0)), "top.threshold"),
+        (RefreshConfig.Overrides(top: .init(threshold: .leastNonzeroMagnitude)), "top.threshold"),
+        (RefreshConfig.Overrides(bottom: .init(threshold: 0.5)), "bottom.threshold"),
         (RefreshConfig.Overrides(top: .init(threshold: .nan)), "top.threshold"),
         (RefreshConfig.Overrides(bottom: .init(threshold: .infinity)), "bottom.threshold"),
         (RefreshConfig.Overrides(top: .init(threshold: 400)), "top.threshold"),
@@ -126,6 +128,25 @@ import Testing
         } catch {
             #expect(error.field == field)
             #expect(!error.description.isEmpty)
+        }
+    }
+
+    @Test func aThresholdOfOnePointIsTheSmallestAndItsArrowTurnsByNumbers() throws {
+        let config = try Preset.standard.config.applying(.init(top: .init(threshold: 1)))
+        var engine = RefreshEngine(config: config)
+        let effects = try engine.samplesReceived([Sample(seq: 1, y: -0.8)])
+        let state = try #require(effects.state)
+        #expect(state.rotation.isFinite && (0...180).contains(state.rotation))
+        #expect(state.pull == 0.8)
+    }
+
+    /// The engine embedded without validation: a subnormal threshold (which ``RefreshConfig/validate()``
+    /// refuses) still turns the arrow by a number, not NaN.
+    @Test(arguments: [0.0, .leastNonzeroMagnitude, .leastNonzeroMagnitude * 2000])
+    func theArrowTurnsByANumberWhateverTheThreshold(threshold: Double) {
+        for distance in [0.0, .leastNonzeroMagnitude, 1, 100] {
+            let rotation = arrowRotation(distance: distance, threshold: threshold)
+            #expect(rotation.isFinite && (0...180).contains(rotation), "distance \(distance): \(rotation)")
         }
     }
 

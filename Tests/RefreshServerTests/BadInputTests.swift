@@ -95,6 +95,7 @@ import Testing
     @Test func samplesTooFastAre429WithRetryAfter() async throws {
         var configuration = TestServer.configuration()
         configuration.maxSamplesPerSecond = 5
+        configuration.maxSamplesPerRequest = 5
         try await TestServer.run(configuration) { server in
             let id = try await server.session()
             var refused: TestServer.Reply?

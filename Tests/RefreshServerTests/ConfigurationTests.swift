@@ -17,8 +17,13 @@ import Testing
     /// as `describe` then shows it.
     static func sample(_ setting: Setting) -> (value: SettingValue, text: String, described: String) {
         switch setting.kind {
+        case .int where setting.key == "replay-buffer-bytes": (.int(7000), "7000", "7000")
         case .int: (.int(7), "7", "7")
+        // At least the default samples per request, which could not pass a lower rate.
+        case .double where setting.key == "max-samples-per-second": (.double(70.5), "70.5", "70.5")
         case .double: (.double(7.5), "7.5", "7.5")
+        // A folder that exists everywhere.
+        case .string where setting.key == "public": (.string("/"), "/", "/")
         // Beyond loopback a server needs a publish token: a loopback address no default equals.
         case .string where setting.key == "host": (.string("127.0.0.7"), "127.0.0.7", "127.0.0.7")
         case .string: (.string("x-7"), "x-7", setting.isSecret && setting.key != "database" ? "set" : "x-7")
@@ -122,7 +127,7 @@ import Testing
         let loaded = try await Self.load(environment: [
             "PTR_MAX_STREAMS_PER_CLIENT": "9", "PTR_HEAD_POLL": "0.25", "PTR_MIN_REFRESH_MS": "0",
             "PTR_REQUEST_HEAD_TIMEOUT": "3", "PTR_INSTANCE": "eu-1", "PTR_FEED": "https://a.example/f, https://b.example/f",
-            "PTR_DEMO": "no", "PTR_EVENT_LOOPS": "2", "PTR_MAX_SAMPLES_PER_SECOND": "12.5",
+            "PTR_DEMO": "no", "PTR_EVENT_LOOPS": "2", "PTR_MAX_SAMPLES_PER_SECOND": "12.5", "PTR_MAX_SAMPLES_PER_REQUEST": "12",
         ])
         #expect(loaded.maxStreamsPerClient == 9)
         #expect(loaded.headPollInterval == .milliseconds(250))
@@ -202,10 +207,10 @@ import Testing
         #expect(await Self.failure(environment: ["PTR_PORT": "abc"]) == "PTR_PORT=abc: not a whole number")
         #expect(await Self.failure(environment: ["PTR_PORT": "70000"]) == "PTR_PORT=70000: must be 0…65535")
         #expect(
-            await Self.failure(environment: ["PTR_HEAD_POLL": "0"]) == "PTR_HEAD_POLL=0: must be more than 0 and at most 31536000 seconds (a year)")
+            await Self.failure(environment: ["PTR_HEAD_POLL": "0"]) == "PTR_HEAD_POLL=0: must be at least 0.1 and at most 31536000 seconds (a year)")
         #expect(
             await Self.failure(environment: ["PTR_KEEPALIVE": "nan"])
-                == "PTR_KEEPALIVE=nan: must be more than 0 and at most 31536000 seconds (a year)")
+                == "PTR_KEEPALIVE=nan: must be at least 1 and at most 31536000 seconds (a year)")
         #expect(await Self.failure(environment: ["PTR_DEMO": "maybe"]) == "PTR_DEMO=maybe: not true or false")
         #expect(
             await Self.failure(environment: ["PTR_FEED": "https://a.example/f,ftp://b.example/f"])
@@ -263,14 +268,27 @@ import Testing
         Invalid("port -1: must be 0…65535") { $0.port = -1 },
         Invalid("max-sessions 0: must be at least 1") { $0.maxSessions = 0 },
         Invalid("max-streams-per-client 0: must be at least 1") { $0.maxStreamsPerClient = 0 },
-        Invalid("page-size 0: must be at least 1") { $0.pageSize = 0 },
+        Invalid("page-size 0: must be 1…1000") { $0.pageSize = 0 },
         Invalid("max-head-bytes 100000: must be 1…81920") { $0.maxHeadBytes = 100_000 },
         Invalid("stream-send-buffer 2147483648: must be 1…2147483647") { $0.streamSendBufferBytes = Int(Int32.max) + 1 },
         Invalid("reconnect-delay-ms 0: must be 1…3600000") { $0.reconnectDelayMilliseconds = 0 },
         Invalid("event-loops 0: must be 1…256") { $0.eventLoops = 0 },
-        Invalid("max-samples-per-second inf: must be a number above 0") { $0.maxSamplesPerSecond = .infinity },
+        Invalid("max-samples-per-second inf: must be a number from 1 to 1000000000000") { $0.maxSamplesPerSecond = .infinity },
+        // Each of these passed validation and then trapped or spun the server.
+        Invalid("max-samples-per-second 1e-19: must be a number from 1 to 1000000000000") { $0.maxSamplesPerSecond = 1e-19 },
+        Invalid("page-size 9223372036854775807: must be 1…1000") { $0.pageSize = .max },
+        Invalid("keepalive 0.5: must be at least 1 and at most 31536000 seconds (a year)") { $0.keepaliveInterval = .milliseconds(500) },
+        Invalid("head-poll 0.01: must be at least 0.1 and at most 31536000 seconds (a year)") { $0.headPollInterval = .milliseconds(10) },
+        Invalid("max-body-bytes 1073741825: must be 1…1073741824") { $0.maxBodyBytes = (1 << 30) + 1 },
+        Invalid("max-feed-bytes 9223372036854775807: must be 1…1073741824") { $0.maxFeedBytes = .max },
+        Invalid("replay-buffer-bytes 1023: must be at least 1024") { $0.replayBufferBytes = 1023 },
+        Invalid(
+            "max-samples-per-request 301: must not exceed max-samples-per-second (300): a request of that many samples could never pass the rate limit"
+        ) { $0.maxSamplesPerRequest = 301 },
+        Invalid("public /nonexistent/Public: no such folder") { $0.publicDirectory = "/nonexistent/Public" },
+        Invalid("public /dev/null: is not a folder") { $0.publicDirectory = "/dev/null" },
         Invalid("send-timeout 0: must be more than 0 and at most 31536000 seconds (a year)") { $0.sendTimeout = .zero },
-        Invalid("head-poll -1: must be more than 0 and at most 31536000 seconds (a year)") { $0.headPollInterval = .seconds(-1) },
+        Invalid("head-poll -1: must be at least 0.1 and at most 31536000 seconds (a year)") { $0.headPollInterval = .seconds(-1) },
         Invalid("feed-timeout 34560000: must be more than 0 and at most 31536000 seconds (a year)") { $0.feedTimeout = .seconds(400 * 24 * 3600) },
         Invalid("min-refresh-ms -5: must be 0…3600000") { $0.minimumActionDuration = .milliseconds(-5) },
         Invalid("instance 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa': must be 1 to 32 letters, digits or '-'") {
@@ -303,10 +321,49 @@ import Testing
         configuration.maxHeadBytes = 80 * 1024
         configuration.minimumActionDuration = .zero
         configuration.instanceName = "eu-west-1"
-        configuration.headPollInterval = .milliseconds(1)
+        configuration.headPollInterval = .milliseconds(100)
+        configuration.keepaliveInterval = .seconds(1)
+        configuration.pageSize = 1000
+        configuration.replayBufferBytes = 1024
+        configuration.maxBodyBytes = 1 << 30
+        configuration.maxFeedBytes = 1 << 30
+        configuration.maxSamplesPerSecond = 1
+        configuration.maxSamplesPerRequest = 1
         configuration.trustedProxies = ["10.0.0.0/8", "::1"]
         configuration.feeds = ["https://example.com/feed.xml"]
         try configuration.validate()
+    }
+
+    @Test func theLargestRateAndSamplesPerRequestAreValidTogether() throws {
+        var configuration = ServerConfiguration()
+        configuration.maxSamplesPerSecond = 1e12
+        configuration.maxSamplesPerRequest = 1_000_000
+        try configuration.validate()
+    }
+
+    /// A folder given that is not there is refused where it was written. (The default may be
+    /// missing: the start then warns, naming `--public`, which `Tests/e2e/config.sh` checks.)
+    @Test func aMissingPublicFolderIsRefusedUnlessItIsTheDefault() async throws {
+        var configuration = ServerConfiguration()
+        configuration.publicDirectory = "/nonexistent/\(ServerConfiguration().publicDirectory)"
+        #expect(throws: ConfigurationError.self) { try configuration.validate() }
+        #expect(await Self.failure(flags: ["public": .string("/nonexistent/x")]) == "--public /nonexistent/x: no such folder")
+        #expect(await Self.failure(environment: ["PTR_PUBLIC": "/nonexistent/x"]) == "PTR_PUBLIC=/nonexistent/x: no such folder")
+    }
+
+    @Test func unknownPTRVariablesAreNamedWithTheSettingTheyMostLikelyMeant() async throws {
+        let sources = try await ConfigurationSources(
+            environment: [
+                "PTR_MAX_STREAM": "5", "PTR_PORT": "8080", "PTR_CONFIG": "", "PTR_ZZZZZZZZZZZZ": "1", "HOME": "/root", "DATABASE_URL": "x",
+                "PTR_LOG_LEVEL": "info",
+            ], commandSettings: ["log-level", "log-format"])
+        #expect(sources.unknownVariables == ["PTR_MAX_STREAM", "PTR_ZZZZZZZZZZZZ"])
+        #expect(
+            sources.unknownVariablesWarning
+                == "PTR_MAX_STREAM (PTR_MAX_STREAMS?), PTR_ZZZZZZZZZZZZ are not settings and are ignored; settings are PTR_ and a flag's name, such as PTR_MAX_STREAMS"
+        )
+        let clean = try await ConfigurationSources(environment: ["PTR_REPLAY_BUFFER_BYTES": "4096", "PATH": "/bin"])
+        #expect(clean.unknownVariablesWarning == nil)
     }
 
     @Test func buildingTheServerValidatesItsConfiguration() {

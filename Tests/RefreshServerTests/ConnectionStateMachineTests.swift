@@ -307,4 +307,78 @@ import Testing
         #expect(machine.deadline?.kind == .send)
         #expect(machine.deadline != first)
     }
+
+    // MARK: - Upgrade, CONNECT, absolute targets
+
+    @Test(arguments: [
+        (HTTPMethod.GET, ["Connection": "Upgrade, HTTP2-Settings", "Upgrade": "h2c"], true),
+        (.GET, ["connection": "keep-alive,upgrade", "UPGRADE": "websocket"], true),
+        (.POST, ["Connection": "upgrade", "Upgrade": "websocket", "Content-Length": "2"], true),
+        (.CONNECT, [:], true),
+        // llhttp goes on parsing unless both are there.
+        (.GET, ["Upgrade": "h2c"], false),
+        (.GET, ["Connection": "upgrade"], false),
+        (.GET, ["Connection": "upgraded", "Upgrade": "h2c"], false),
+        (.GET, [:], false),
+    ])
+    func theDecoderStopsAfterWhatLLHTTPTakesForAnUpgrade(method: HTTPMethod, fields: [String: String], stops: Bool) {
+        var headers = HTTPHeaders([("Host", "localhost")])
+        for (name, value) in fields { headers.add(name: name, value: value) }
+        #expect(Machine.decoderStops(after: Self.head("/", method: method, headers: headers)) == stops)
+    }
+
+    @Test(arguments: [
+        ("http://evil.example/healthz", "evil.example", "/healthz"),
+        ("HTTPS://Name:8443?x=1", "Name:8443", "/?x=1"),
+        ("http://localhost", "localhost", "/"),
+        ("http://", "", "/"),
+        ("http://a@b/c#d", "a@b", "/c#d"),
+    ])
+    func anAbsoluteTargetSplitsIntoAuthorityAndPath(uri: String, authority: String, origin: String) {
+        #expect(Machine.AbsoluteTarget(uri) == Machine.AbsoluteTarget(authority: authority, origin: origin))
+    }
+
+    @Test(arguments: ["/healthz", "*", "example.com:443", "ftp://x/y"])
+    func otherTargetsAreNotAbsolute(uri: String) {
+        #expect(Machine.AbsoluteTarget(uri) == nil)
+    }
+
+    @Test func aConnectIsRefusedAndTheConnectionClosesAfterTheAnswer() {
+        var machine = Self.machine()
+        guard case .refuse(let error, _, then: .close) = machine.headReceived(Self.head("example.com:443", method: .CONNECT)) else {
+            Issue.record("a CONNECT was not refused with a close")
+            return
+        }
+        #expect(error.status == .methodNotAllowed)
+        #expect(error.allow == nil)
+    }
+
+    @Test func aRepeatedOriginIsRefusedWhateverTheMethod() {
+        for method in [HTTPMethod.GET, .OPTIONS, .POST] {
+            var machine = Self.machine()
+            let headers: HTTPHeaders = ["Host": "localhost", "Origin": "http://localhost", "origin": "http://localhost"]
+            guard case .refuse(let error, _, then: .keepAlive) = machine.headReceived(Self.head("/api/sessions", method: method, headers: headers))
+            else {
+                Issue.record("\(method) with two Origin fields was not refused")
+                continue
+            }
+            #expect(error.code == "bad_origin")
+        }
+    }
+
+    @Test func theHostCheckReadsTheAuthorityOfAnAbsoluteTarget() {
+        var machine = Self.machine()
+        guard case .refuse(let error, _, _) = machine.headReceived(Self.head("http://evil.example/healthz")) else {
+            Issue.record("a target on another host passed")
+            return
+        }
+        #expect(error.code == "unknown_host")
+        var other = Self.machine()
+        _ = other.headReceived(Self.head("http://localhost/api/sessions/s/events", headers: ["Host": "evil.example"]))
+        guard case .openStream(let request) = other.endReceived() else {
+            Issue.record("the absolute target was not routed by its path")
+            return
+        }
+        #expect(request.head.uri == "/api/sessions/s/events")
+    }
 }

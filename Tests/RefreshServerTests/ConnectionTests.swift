@@ -58,18 +58,12 @@ import Testing
             }
             reads = ReadCounter()
             channel = NIOAsyncTestingChannel()
-            var decoderLimits = NIOHTTPDecoderLimitConfiguration()
-            decoderLimits.maxHeaderListSize = configuration.maxHeadBytes
-            decoderLimits.maxHeaderFieldSize = configuration.maxHeadBytes
-            let limits = decoderLimits
+            let maxHeadBytes = configuration.maxHeadBytes
             try await channel.testingEventLoop.executeInContext { [channel, reads, routes] in
                 let handler = ConnectionHandler(routes: routes)
                 let pipeline = channel.pipeline.syncOperations
                 try pipeline.addHandler(reads)
-                try pipeline.addHandler(
-                    ByteToMessageHandler(
-                        HTTPRequestDecoder(
-                            leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: limits)))
+                try pipeline.addHandler(ConnectionHandler.makeDecoder(maxHeadBytes: maxHeadBytes))
                 try pipeline.addHandler(handler)
             }
             try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.9", port: 5000)).get()
@@ -268,6 +262,13 @@ import Testing
         ("GET /api/sessions/abc/samples HTTP/1.1\r\nHost: localhost\r\n\r\n", 405, "method_not_allowed", true),
         ("GET /\(String(repeating: "a", count: 1100)) HTTP/1.1\r\nHost: localhost\r\n\r\n", 431, "head_too_large", false),
         ("GET / HTTP/1.1\r\nHost: localhost\r\nX-Pad: \(String(repeating: "p", count: 1100))\r\n\r\n", 431, "head_too_large", false),
+        // What follows a CONNECT is a tunnel's bytes: nothing more is answered.
+        ("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 405, "method_not_allowed", false),
+        ("GET / HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost\r\nOrigin: http://evil.example\r\n\r\n", 400, "bad_origin", true),
+        // A refused request that asked to upgrade: the connection goes on all the same.
+        ("GET /api/sessions/abc/samples HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n", 405, "method_not_allowed", true),
+        // The authority of an absolute-form target is the host asked for, not `Host`.
+        ("GET http://evil.example/healthz HTTP/1.1\r\nHost: localhost\r\n\r\n", 421, "unknown_host", true),
     ])
     func aNonConformingRequestIsRefusedWithAJSONError(request: String, status: Int, code: String, staysOpen: Bool) async throws {
         let connection = try await Connection()
@@ -327,12 +328,98 @@ import Testing
 
     @Test func aRefusedHeadRequestGetsNoBodyEither() async throws {
         let connection = try await Connection()
-        try await connection.send("HEAD /api/sessions/abc/events HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        try await connection.send("HEAD /api/sessions/abc/samples HTTP/1.1\r\nHost: localhost\r\n\r\n")
         let reply = try await connection.answers(1)
         #expect(Self.statuses(reply) == [405])
-        #expect(reply.contains("Allow: GET\r\n"))
+        #expect(reply.contains("Allow: POST\r\n"))
         #expect(reply.hasSuffix("\r\n\r\n"))
         #expect(connection.isOpen)
+    }
+
+    @Test func headOnAStreamGetsTheStreamsHeadWithoutOpeningIt() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        try await connection.send(
+            "HEAD /api/sessions/\(session.id)/events HTTP/1.1\r\nHost: localhost\r\nAccept-Encoding: gzip\r\n\r\n"
+                + "HEAD /api/sessions/nobody/events HTTP/1.1\r\nHost: localhost\r\n\r\n" + Self.get("/after"))
+        let replies = try await connection.answers(3)
+        #expect(Self.statuses(replies) == [200, 404, 200])
+        let heads = replies.components(separatedBy: "HTTP/1.1 ").dropFirst()
+        let first = try #require(heads.first)
+        #expect(first.contains("Content-Type: text/event-stream; charset=utf-8\r\n"))
+        #expect(first.contains("Content-Encoding: gzip\r\n"))
+        #expect(first.hasSuffix("\r\n\r\n"), "no body: \(first)")
+        #expect(try #require(heads.dropFirst().first).hasSuffix("\r\n\r\n"))
+        #expect(replies.hasSuffix("/after"))
+        #expect(session.openStreams == 0)
+        #expect(connection.isOpen)
+    }
+
+    // MARK: - Upgrade, CONNECT, absolute targets, repeated fields
+
+    /// What `curl --http2 http://…/a http://…/b` sends: an `h2c` upgrade on the first request.
+    static let upgradeFields = "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n"
+
+    @Test func anUpgradeIsAnsweredAsIfAbsentAndTheConnectionGoesOn() async throws {
+        let connection = try await Connection()
+        // Pipelined behind it in the same read, and then in a read of its own.
+        try await connection.send(Self.get("/a", Self.upgradeFields) + Self.get("/b"))
+        let replies = try await connection.answers(2)
+        #expect(Self.statuses(replies) == [200, 200])
+        #expect(!replies.contains("Connection: close") && !replies.contains("101"))
+        #expect(replies.hasSuffix("/b"))
+        try await connection.send(Self.get("/c", Self.upgradeFields))
+        #expect(try await connection.answers(1).hasSuffix("/c"))
+        try await connection.send(Self.get("/d"))
+        #expect(try await connection.answers(1).hasSuffix("/d"))
+        #expect(connection.isOpen)
+    }
+
+    @Test func upgradesInARowAnsweredOnTheEventLoopAreEachFollowedByTheNext() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        let samples = (1...3).map { seq in
+            Self.post("/api/sessions/\(session.id)/samples", #"{"seq":\#(seq),"y":-10}"#, "Connection: upgrade\r\nUpgrade: websocket\r\n")
+        }
+        try await connection.send(samples.joined() + Self.get("/after"))
+        let replies = try await connection.answers(4)
+        #expect(Self.statuses(replies) == [200, 200, 200, 200])
+        #expect(replies.contains(#""seq":3"#))
+        #expect(replies.hasSuffix("/after"))
+    }
+
+    @Test func aCORSPreflightWithTwoOriginsIsRefusedAtOnce() async throws {
+        let connection = try await Connection { $0.corsOrigins = ["https://app.example"] }
+        try await connection.send(
+            "OPTIONS /api/sessions HTTP/1.1\r\nHost: localhost\r\nOrigin: https://evil.example\r\nOrigin: https://app.example\r\n"
+                + "Access-Control-Request-Method: POST\r\n\r\n")
+        let reply = try await connection.answers(1, seconds: 2)
+        #expect(Self.statuses(reply) == [400])
+        #expect(reply.contains(#""error":"bad_origin""#))
+        #expect(!reply.contains("Access-Control-Allow-Origin"))
+        try await connection.send(Self.get("/after"))
+        #expect(try await connection.answers(1).hasSuffix("/after"))
+    }
+
+    @Test func anAbsoluteFormTargetIsRoutedByItsPathAndCheckedByItsAuthority() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        try await connection.send(
+            "GET http://localhost:8080/healthz?x=1 HTTP/1.1\r\nHost: evil.example\r\n\r\n"
+                + "POST HTTP://127.0.0.1/api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 17\r\n\r\n"
+                + #"{"seq":1,"y":-30}"#)
+        let replies = try await connection.answers(2)
+        #expect(Self.statuses(replies) == [200, 200])
+        #expect(replies.contains("\r\n\r\n/healthz"))
+        #expect(replies.contains(#"{"state":{"edge":"top""#))
+    }
+
+    @Test func repeatedAcceptEncodingFieldsAreOneList() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        try await connection.send(Self.get("/api/sessions/\(session.id)/events", "Accept-Encoding: br\r\nAccept-Encoding: gzip\r\n"))
+        let opening = try await connection.answers(1)
+        #expect(opening.contains("Content-Encoding: gzip\r\n"))
     }
 
     @Test func anHTTP10ClientThatAsksToKeepTheConnectionIsToldItIsKept() async throws {

@@ -32,7 +32,13 @@ import Testing
         (#"[]"#, "invalid_type", "the body must be an object, not an array."),
         (
             #"{"config":{"top":{"threshold":1e999}}}"#, "out_of_range",
-            "config.top.threshold must be a finite number greater than 0 and at most 100000."
+            "config.top.threshold must be a finite number from 1 to 100000."
+        ),
+        // Its arrow turned by NaN: 0.4 × 5e-324 is 0.
+        (#"{"config":{"top":{"threshold":5e-324}}}"#, "out_of_range", "config.top.threshold must be a finite number from 1 to 100000."),
+        (
+            #"{"resume":{"head":9007199254740992,"oldest":"a"}}"#, "out_of_range",
+            "resume.head must be from -9007199254740991 to 9007199254740991 (2^53 − 1): a JSON number beyond is not exact."
         ),
         (#"{"resume":{"head":1.5,"oldest":"a"}}"#, "invalid_value", "resume.head must be a whole number."),
     ])
@@ -95,6 +101,21 @@ import Testing
         let known = try SampleDecoding.decode(
             try body(#"{"seq":1,"t":2,"y":-3,"phase":"release","contentHeight":900,"viewportHeight":600}"#), maxCount: 64)
         #expect(known.count == 1)
+    }
+
+    /// A `seq` past 2^53 − 1 cannot be told from its neighbours once read as a JSON number:
+    /// refused as out of range, saying why, not as "not a whole number".
+    @Test(arguments: [
+        ("9007199254740992", "out_of_range", "seq must be from -9007199254740991 to 9007199254740991 (2^53 − 1): a JSON number beyond is not exact."),
+        ("1e17", "out_of_range", "seq must be from -9007199254740991 to 9007199254740991 (2^53 − 1): a JSON number beyond is not exact."),
+        ("1.5", "invalid_value", "seq must be a whole number."),
+    ])
+    func aSeqBeyondWhatJSONCarriesExactlyIsRefusedSayingWhy(seq: String, code: String, message: String) throws {
+        let error = try #require(throws: APIError.self) { try SampleDecoding.decode(try body(#"{"seq":\#(seq),"y":0}"#), maxCount: 64) }
+        #expect(error.code == code)
+        #expect(error.message == message)
+        let largest = try SampleDecoding.decode(try body(#"{"seq":9007199254740991,"y":0}"#), maxCount: 64)
+        #expect(largest.first?.seq == 9_007_199_254_740_991)
     }
 
     @Test func itemsDecodeTrimmedWithNullsAsAbsent() throws {

@@ -58,6 +58,7 @@ import Testing
         let publishers = 4
         let configuration = TestServer.configuration {
             $0.replayBufferLength = 100_000
+            $0.replayBufferBytes = .max
             $0.pageSize = publishes
         }
         // In memory: the race under test is between sessions; racing writers on a file are

@@ -77,6 +77,34 @@ import Testing
         }
     }
 
+    @Test func aSessionsRingHoldsTheBytesTheSettingSays() async throws {
+        var configuration = TestServer.configuration()
+        configuration.replayBufferBytes = 4096
+        configuration.pageSize = 5
+        let now = Timestamp.now().milliseconds
+        let feed = MemoryFeed(
+            items: (0..<40).map {
+                FeedItem(id: "i\($0)", title: String(repeating: "t", count: 1500), published: Timestamp(milliseconds: now - Int64($0) * 1000))
+            })
+        try await TestServer.run(configuration, feed: feed) { server in
+            let id = try await server.session()
+            let stream = try await server.events(id)
+            let snapshot = try await stream.nextEvent()
+            // Four events a page (two progress, items, done): past the newest 16, bytes decide.
+            for _ in 0..<8 {
+                _ = try await server.post("/api/sessions/\(id)/load-more")
+                let events = try await stream.events(until: "done")
+                // The live reader gets every page, each over the bound by itself.
+                #expect(events.filter { $0.event == "items" }.count == 1)
+                #expect(!events.contains { $0.event == "reset" })
+            }
+            // Each page of five 1.5 KB titles is over the bound alone: the first pages are gone.
+            let late = try await server.events(id, lastEventID: snapshot.id)
+            _ = try await late.next()
+            #expect(try await late.nextEvent().event == "reset")
+        }
+    }
+
     @Test func aClientThatLeavesIsNoticedAtOnce() async throws {
         try await TestServer.run { server in
             let id = try await server.session()
@@ -103,10 +131,10 @@ import Testing
 
     @Test func keepaliveCommentsFlowOnIdleStreams() async throws {
         var configuration = TestServer.configuration()
-        configuration.keepaliveInterval = .milliseconds(100)
+        configuration.keepaliveInterval = .seconds(1)
         try await TestServer.run(configuration) { server in
             let (_, stream) = try await server.watchedSession()
-            let block = try await stream.next(within: 2)
+            let block = try await stream.next(within: 4)
             #expect(block.comment == "keepalive")
         }
     }
@@ -183,5 +211,45 @@ import Testing
             return
         }
         #expect(events.map(\.id) == [1, 1000])
+    }
+
+    @Test func theRingIsBoundedInBytesTooAndAReaderBehindItHasAGap() {
+        let item = String(repeating: "x", count: 2000)
+        // What a frame takes is its buffer's capacity (NIO rounds it up to a power of two).
+        let frame = ServerEvent(id: 1, kind: .items, data: data(item)).frame.capacity
+        let kept = EventLog.keptWhateverTheirSize
+        // Room for 20 such frames, and for 256 by count.
+        var log = EventLog(capacity: 256, maxBytes: 20 * frame + frame / 2)
+        for _ in 1...100 { log.append(.items, data(item)) }
+        #expect(log.bytes == 20 * frame)
+        #expect({ if case .gap = log.events(after: 79) { true } else { false } }())
+        guard case .events(let newest) = log.events(after: 80) else {
+            Issue.record("the newest events are gone")
+            return
+        }
+        #expect(newest.map(\.id) == Array(81...100))
+        #expect(kept < 20)
+    }
+
+    /// A stream writes on its own event loop, a few wake-ups behind when that loop is busy:
+    /// the newest events stay whatever their size, so a reader that keeps up never gets a
+    /// `reset` (an action appends four to six, its large `items` among them).
+    @Test func theNewestEventsStayWhateverTheirSize() {
+        let kept = EventLog.keptWhateverTheirSize
+        var log = EventLog(capacity: 256, maxBytes: 1024)
+        for _ in 1...(3 * kept) { log.append(.items, data(String(repeating: "x", count: 5000))) }
+        guard case .events(let newest) = log.events(after: UInt64(2 * kept)) else {
+            Issue.record("a reader \(kept) events behind lost them")
+            return
+        }
+        #expect(newest.count == kept)
+        #expect({ if case .gap = log.events(after: UInt64(2 * kept - 1)) { true } else { false } }())
+        // And the ring goes back under the bound once small ones follow.
+        for _ in 1...kept { log.append(.done, data("d")) }
+        #expect(log.bytes <= 1024 + kept * 256)
+        guard case .events = log.events(after: UInt64(3 * kept)) else {
+            Issue.record("the small ones went too")
+            return
+        }
     }
 }

@@ -239,7 +239,7 @@ import Testing
             let session = try await server.session()
             for (path, methods) in [
                 ("/api/items", "GET, HEAD, POST"), ("/api/sessions", "POST"), ("/api/sessions/\(session)", "GET, HEAD, DELETE"),
-                ("/api/sessions/\(session)/samples", "POST"), ("/api/sessions/\(session)/events", "GET"),
+                ("/api/sessions/\(session)/samples", "POST"), ("/api/sessions/\(session)/events", "GET, HEAD"),
                 ("/api/sessions/\(session)/refresh", "POST, DELETE"), ("/api/sessions/\(session)/load-more", "POST"),
             ] {
                 let preflight = try await server.request(
@@ -406,6 +406,19 @@ import Testing
         let any = RequestPolicy(wildcard)
         #expect(any.allowsHost("10.0.0.1") && any.allowsHost("[fe80::1%25eth0]") == false && any.allowsHost("[::ffff:10.0.0.1]:80"))
         #expect(!any.allowsHost("10.0.0") && !any.allowsHost("1.2.3.4.5") && !any.allowsHost("1234.1.1.1"))
+    }
+
+    /// `--host localhost` binds a loopback address, which a client may well name by number.
+    @Test func listeningOnLocalhostAnswersTheLoopbackAddressesByNumber() {
+        var configuration = ServerConfiguration()
+        configuration.host = "localhost"
+        let policy = RequestPolicy(configuration)
+        for host in ["localhost:8080", "127.0.0.1", "127.0.0.1:8080", "[::1]", "[::1]:8080"] {
+            #expect(policy.allowsHost(host), "\(host)")
+        }
+        for host in ["127.0.0.2", "10.0.0.1", "evil.example", "[::2]"] {
+            #expect(!policy.allowsHost(host), "\(host)")
+        }
     }
 
     // MARK: - Labels in events and the page

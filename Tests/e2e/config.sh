@@ -88,7 +88,7 @@ echo "-- a bad value in each source"
 refused "a flag" 78 "Error: --port 70000: must be 0…65535" "${public[@]}" --port 70000
 refused "a flag that is not a number" 64 "Error: The value 'abc' is invalid for '--max-streams <count>'" "${public[@]}" --max-streams abc
 refused "a variable" 78 "Error: PTR_MAX_STREAMS=abc: not a whole number" "${public[@]}" PTR_MAX_STREAMS=abc
-refused "a variable out of range" 78 "Error: PTR_HEAD_POLL=0: must be more than 0 and at most 31536000 seconds (a year)" "${public[@]}" PTR_HEAD_POLL=0
+refused "a variable out of range" 78 "Error: PTR_HEAD_POLL=0: must be at least 0.1 and at most 31536000 seconds (a year)" "${public[@]}" PTR_HEAD_POLL=0
 echo '{"max-streams": 0}' >"$WORK/bad.json"
 refused "the file" 78 "Error: $WORK/bad.json: max-streams: must be at least 1" "${public[@]}" --config "$WORK/bad.json"
 echo '{"max-stream": 10}' >"$WORK/misspelt.json"
@@ -108,9 +108,37 @@ echo "not a database" >"$WORK/db-file"
 refused "a path under a file" 78 "Error: database $WORK/db-file/refresh.sqlite: $WORK/db-file is a file, not a folder" \
     PTR_PUBLIC="$ROOT/Public" PTR_PORT=0 PTR_DATABASE="$WORK/db-file/refresh.sqlite"
 
+echo "-- values that passed once and then trapped, spun or misled"
+refused "a page size whose page + 1 overflows" 78 "Error: --page-size 9223372036854775807: must be 1…1000" "${public[@]}" --page-size 9223372036854775807
+refused "a rate under one sample a second" 78 "Error: --max-samples-per-second 1e-19: must be a number from 1 to 1000000000000" \
+    "${public[@]}" --max-samples-per-second 1e-19
+refused "a keepalive tick that spins" 78 "Error: --keepalive 1e-06: must be at least 1 and at most 31536000 seconds (a year)" \
+    "${public[@]}" --keepalive 0.000001
+refused "a replay buffer under a kilobyte" 78 "Error: PTR_REPLAY_BUFFER_BYTES=100: must be at least 1024" "${public[@]}" PTR_REPLAY_BUFFER_BYTES=100
+refused "a public folder that is not there" 78 "Error: --public $WORK/nowhere: no such folder" PTR_DATABASE=:memory: PTR_PORT=0 --public "$WORK/nowhere"
+refused "a public folder that is a file" 78 "Error: PTR_PUBLIC=$WORK/config.json: is not a folder" PTR_DATABASE=:memory: PTR_PORT=0 PTR_PUBLIC="$WORK/config.json"
+
+# The default folder missing: the server starts (the API works), with one warning naming --public.
+mkdir -p "$WORK/elsewhere"
+(cd "$WORK/elsewhere" && exec env PTR_DATABASE=:memory: PTR_PORT=0 "$BIN" >"$WORK/server.log" 2>&1) &
+SERVER_PID=$!
+wait_for_address
+expect "without Public the API answers" "$(status GET /healthz)" 200
+expect "and the page is 404" "$(status GET /)" 404
+expect "one warning line, naming --public" "$(grep -c 'warning' "$WORK/server.log") $(grep -c -- '--public' "$WORK/server.log")" "1 1"
+stop
+
+# A mistyped variable is named at start, with the setting it most likely meant.
+serve "${public[@]}" PTR_MAX_STREAM=5 PTR_MAX_SESSION=1
+expect "one warning line for the unknown variables" "$(grep -c 'warning' "$WORK/server.log")" 1
+expect_match "naming each, with a suggestion" "$(cat "$WORK/server.log")" 'PTR_MAX_SESSION \(PTR_MAX_SESSIONS\?\), PTR_MAX_STREAM \(PTR_MAX_STREAMS\?\) are not settings and are ignored'
+expect "and the server runs with its defaults" "$(sessions 2)" "201 201"
+stop
+
 echo "-- --help"
 help=$("$BIN" --help)
 expect_match "--help shows a default and its variable" "$help" 'default: 8080; env: PTR_PORT'
 expect_match "--help names --instance" "$help" '--instance <name>'
 expect_match "--help names --head-poll" "$help" '--head-poll <seconds>'
+expect_match "--help names --replay-buffer-bytes with its default" "$help" 'default: 1048576; env: PTR_REPLAY_BUFFER_BYTES'
 finish

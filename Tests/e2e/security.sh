@@ -73,6 +73,10 @@ expect "another origin's preflight is not" "$(curl -s -o /dev/null -w '%{http_co
     -H 'Access-Control-Request-Method: POST' "$BASE/api/items")" 405
 curl -s -D "$WORK/evil.headers" -o /dev/null "${EVIL[@]}" "$BASE/api/items"
 expect "another origin's read gets no CORS header" "$(header Access-Control-Allow-Origin "$WORK/evil.headers")" ""
+# Two Origin fields, another origin's first: refused at once, not left unanswered.
+twice=$(exchange 3 "OPTIONS /api/sessions HTTP/1.1\r\nHost: localhost\r\nOrigin: https://attacker.example\r\nOrigin: http://app.example:3000\r\nAccess-Control-Request-Method: POST\r\n\r\n")
+expect "a preflight with two Origin fields → 400 bad_origin" "$(head -n1 <<<"$twice" | tr -d '\r') $(grep -c '"bad_origin"' <<<"$twice")" "HTTP/1.1 400 Bad Request 1"
+expect "and no CORS header" "$(grep -ci '^access-control-allow-origin' <<<"$twice")" 0
 
 # Labels a client chose stay one data: line each and never markup.
 label='Pull\n\ndata: {\"forged\":true}\r\n</script><img src=x onerror=alert(1)>\u2028end'
@@ -129,4 +133,15 @@ expect "the flag wins over PTR_PUBLIC_HOST" "$(curl -s -o /dev/null -w '%{http_c
 stop_server
 PTR_PUBLIC_HOST=b.example,c.example start_server
 expect "PTR_PUBLIC_HOST names are served" "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: c.example' "$BASE/healthz")" 200
+stop_server
+# --host localhost binds a loopback address, which a browser may well be pointed at by number.
+start_server --host localhost
+# The address line says localhost, which wait_for_address does not read.
+for _ in $(seq 50); do port=$(grep -o 'localhost:[0-9]*' "$WORK/server.log" | cut -d: -f2 || true); [ -n "$port" ] && break; sleep 0.1; done
+BASE=http://localhost:$port
+for name in "127.0.0.1:$port" "[::1]:$port" "localhost:$port"; do
+    expect "--host localhost answers Host $name, the page included" \
+        "$(curl -s -o /dev/null -w '%{http_code}' -H "Host: $name" "$BASE/healthz") $(curl -s -o /dev/null -w '%{http_code}' -H "Host: $name" "$BASE/")" "200 200"
+done
+expect "and still refuses another name" "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: attacker.example' "$BASE/healthz")" 421
 finish

@@ -65,6 +65,8 @@ public struct ResponseStream {
         invariant(code.allSatisfy { (48...57).contains($0) } && statusLine[12] == UInt8(ascii: " "), "bad status code: \(text(from: start))")
         let status = Int(String(decoding: code, as: UTF8.self))!
         invariant((100...599).contains(status), "status \(status)")
+        // The server upgrades to nothing: an `Upgrade` is answered as if it were absent.
+        invariant(status != 101, "a 101: \(text(from: start))")
         invariant(statusLine[13...].allSatisfy { $0 == 0x09 || (0x20...0x7E).contains($0) || $0 >= 0x80 }, "bad reason phrase: \(text(from: start))")
         var fields: [(String, String)] = []
         for line in lines.dropFirst() {
@@ -94,7 +96,9 @@ public struct ResponseStream {
             }
         } else if let chunked {
             invariant(chunked.lowercased() == "chunked", "Transfer-Encoding \(chunked)")
-            answer.body = readChunks()
+            // An answer to HEAD says how the body would be framed and sends none (the event
+            // stream's); a chunk-size line never starts like a status line.
+            if !bytes[index...].starts(with: Array("HTTP/1.1 ".utf8)) { answer.body = readChunks() }
         } else {
             invariant(status == 101, "a \(status) without framing: \(text(from: start))")
         }

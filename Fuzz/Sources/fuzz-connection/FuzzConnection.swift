@@ -86,6 +86,8 @@ private let configuration: ServerConfiguration = {
     configuration.maxStreamsPerClient = 2
     configuration.minimumActionDuration = .zero
     configuration.actionTimeout = .seconds(1)
+    // Preflights from it are answered, so the CORS path is fuzzed too.
+    configuration.corsOrigins = ["http://app.example"]
     return configuration
 }()
 
@@ -153,15 +155,10 @@ private struct Scenario {
             return counted
         }
         channel = NIOAsyncTestingChannel()
-        var limits = NIOHTTPDecoderLimitConfiguration()
-        limits.maxHeaderListSize = configuration.maxHeadBytes
-        limits.maxHeaderFieldSize = configuration.maxHeadBytes
-        try! await channel.testingEventLoop.executeInContext { [channel, routes, limits] in
+        let maxHeadBytes = configuration.maxHeadBytes
+        try! await channel.testingEventLoop.executeInContext { [channel, routes] in
             let pipeline = channel.pipeline.syncOperations
-            try pipeline.addHandler(
-                ByteToMessageHandler(
-                    HTTPRequestDecoder(
-                        leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: limits)))
+            try pipeline.addHandler(ConnectionHandler.makeDecoder(maxHeadBytes: maxHeadBytes))
             try pipeline.addHandler(ConnectionHandler(routes: routes))
         }
         try! await channel.connect(to: SocketAddress(ipAddress: "127.0.0.9", port: 5000)).get()

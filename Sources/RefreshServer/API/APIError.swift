@@ -56,6 +56,11 @@ public struct APIError: Error, Sendable, Equatable {
         Self(.unprocessableContent, "out_of_range", message)
     }
 
+    /// A whole number beyond what a JSON number carries exactly.
+    static func inexactInteger(_ path: String) -> Self {
+        outOfRange("\(path) must be from -9007199254740991 to 9007199254740991 (2^53 − 1): a JSON number beyond is not exact.")
+    }
+
     static func sessionNotFound(_ id: String) -> Self {
         Self(.notFound, "session_not_found", "No session \(id): it ended or expired. Create a new one.")
     }
@@ -98,6 +103,11 @@ public struct APIError: Error, Sendable, Equatable {
     static func badHost(count: Int) -> Self {
         Self(.badRequest, "bad_host", count == 0 ? "An HTTP/1.1 request needs a Host header." : "A request has one Host header, not \(count).")
     }
+
+    static let repeatedOrigin = Self(.badRequest, "bad_origin", "A request has at most one Origin header.")
+
+    /// No `Allow`: an authority-form target names no resource of this server to list methods for.
+    static let notAProxy = Self(.methodNotAllowed, "method_not_allowed", "CONNECT is not served: this server is not a proxy.")
 
     static let unknownHost = Self(
         .misdirectedRequest, "unknown_host",

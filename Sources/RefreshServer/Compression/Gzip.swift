@@ -10,8 +10,12 @@ enum Gzip {
         request.headerFields[.acceptEncoding].map(accepted(encodings:)) ?? false
     }
 
+    /// Every `Accept-Encoding` field, as one list: RFC 9110 §5.3 lets a client split a list
+    /// over repeated fields.
     static func accepted(by headers: HTTPHeaders) -> Bool {
-        headers.first(name: "accept-encoding").map(accepted(encodings:)) ?? false
+        let fields = headers["accept-encoding"]
+        guard let first = fields.first else { return false }
+        return accepted(encodings: fields.count == 1 ? first : fields.joined(separator: ","))
     }
 
     private static func accepted(encodings header: String) -> Bool {

@@ -43,6 +43,11 @@ public struct ConfigurationSources: Sendable {
     }
 
     private let sources: [Source]
+    /// `PTR_` variables that name no setting, sorted: most likely a mistyped one, which
+    /// would otherwise be silently ignored.
+    public let unknownVariables: [String]
+    /// Every variable that names a setting, for a suggestion.
+    private let knownVariables: [String]
 
     /// Reads the flags and the environment, and the configuration file they name.
     ///
@@ -60,6 +65,9 @@ public struct ConfigurationSources: Sendable {
         commandSettings: Set<String> = []
     ) async throws(ConfigurationError) {
         let known = Set(ServerConfiguration.settings.map(\.key)).union(commandSettings)
+        let knownVariables = known.union(["config"]).map(ServerConfiguration.environmentVariable(of:)).sorted()
+        self.knownVariables = knownVariables
+        unknownVariables = environment.keys.filter { $0.hasPrefix("PTR_") && !knownVariables.contains($0) }.sorted()
         assert(flags.keys.allSatisfy { known.contains($0) || $0 == "config" }, "flags that are no setting: \(flags.keys.sorted())")
         let environment = environment.filter { !$0.value.isEmpty }
         var values: [AbsoluteConfigKey: ConfigValue] = [:]
@@ -97,6 +105,34 @@ public struct ConfigurationSources: Sendable {
             sources.append(try await Self.file(at: path, known: known))
         }
         self.sources = sources
+    }
+
+    /// The one line to warn with when ``unknownVariables`` holds any, naming each, and the
+    /// setting each most likely meant.
+    public var unknownVariablesWarning: String? {
+        guard !unknownVariables.isEmpty else { return nil }
+        let described = unknownVariables.map { name in
+            let nearest = knownVariables.map { ($0, Self.distance(name, $0)) }.min { $0.1 < $1.1 }
+            guard let nearest, nearest.1 <= 3 else { return name }
+            return "\(name) (\(nearest.0)?)"
+        }
+        let verb = unknownVariables.count == 1 ? "is not a setting and is" : "are not settings and are"
+        return "\(described.joined(separator: ", ")) \(verb) ignored; settings are PTR_ and a flag's name, such as PTR_MAX_STREAMS"
+    }
+
+    /// Edits from one name to the other (Levenshtein), for a suggestion.
+    private static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.utf8)
+        let b = Array(b.utf8)
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1] + Array(repeating: 0, count: b.count)
+            for (j, y) in b.enumerated() {
+                current[j + 1] = min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
     }
 
     /// A setting the command reads itself, one of a few words (`log-level`).

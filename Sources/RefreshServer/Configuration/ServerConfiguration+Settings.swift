@@ -44,12 +44,23 @@ extension ServerConfiguration {
 
     /// Every setting, with what it accepts. An upper bound is there because something breaks
     /// beyond it: a port is 16 bits, a socket buffer size a C `int`, a retry delay is
-    /// multiplied by six and a duration becomes nanoseconds in an `Int64`; an hour and a year
-    /// are round values well inside.
+    /// multiplied by six, a duration becomes nanoseconds in an `Int64`, a body or an upstream
+    /// feed is held in one buffer (at most 4 GiB), a page is read with one more row than it
+    /// holds; an hour, a gibibyte and a year are round values well inside. A lower bound
+    /// above the obvious is there because the server misbehaves below it: a rate under one
+    /// sample a second never lets a sample through (the bucket holds one second's worth), a
+    /// keepalive tick under a second makes an idle server spin, a head poll is a query.
     static let settings: [Setting] = [
         .string("host", \.host),
         .int("port", \.port, 0...65535),
-        .string("public", \.publicDirectory),
+        .string("public", \.publicDirectory) { folder in
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) else {
+                // The default may be missing (a server of the API alone): the start warns instead.
+                return folder == ServerConfiguration().publicDirectory ? nil : "no such folder"
+            }
+            return isFolder.boolValue ? nil : "is not a folder"
+        },
         .optionalString("publish-token", \.publishToken, isSecret: true, absent: "none") { $0.isEmpty ? "must not be empty" : nil },
         .publishingDisabled,
         .list("public-host", \.publicHosts) { name in
@@ -60,9 +71,14 @@ extension ServerConfiguration {
         },
         .optionalInt("event-loops", \.eventLoops, 1...256, absent: "one per CPU core"),
         .bool("steer-by-client", \.steerByClient),
-        .int("max-body-bytes", \.maxBodyBytes, 1...Int.max),
-        .int("max-samples-per-request", \.maxSamplesPerRequest, 1...Int.max),
-        .positive("max-samples-per-second", \.maxSamplesPerSecond),
+        .int("max-body-bytes", \.maxBodyBytes, 1...largestBuffer),
+        // The rate first: the samples a request may carry are checked against it.
+        .rate("max-samples-per-second", \.maxSamplesPerSecond, 1...1e12),
+        .int("max-samples-per-request", \.maxSamplesPerRequest, 1...Int.max) { configuration in
+            Double(configuration.maxSamplesPerRequest) <= configuration.maxSamplesPerSecond
+                ? nil
+                : "must not exceed max-samples-per-second (\(configuration.maxSamplesPerSecond.shortDescription)): a request of that many samples could never pass the rate limit"
+        },
         .int("max-sessions", \.maxSessions, 1...Int.max),
         .int("max-sessions-per-client", \.maxSessionsPerClient, 1...Int.max),
         .int("max-streams", \.maxStreams, 1...Int.max),
@@ -75,11 +91,12 @@ extension ServerConfiguration {
         .int("reconnect-delay-ms", \.reconnectDelayMilliseconds, 1...3_600_000),
         .seconds("session-idle-timeout", \.sessionIdleTimeout),
         .int("replay-buffer", \.replayBufferLength, 1...Int.max),
+        .int("replay-buffer-bytes", \.replayBufferBytes, 1024...Int.max),
         .int("stream-send-buffer", \.streamSendBufferBytes, 1...Int(Int32.max)),
-        .seconds("keepalive", \.keepaliveInterval),
+        .seconds("keepalive", \.keepaliveInterval, atLeast: .seconds(1)),
         .seconds("refresh-timeout", \.actionTimeout),
         .milliseconds("min-refresh-ms", \.minimumActionDuration, 0...3_600_000),
-        .int("page-size", \.pageSize, 1...Int.max),
+        .int("page-size", \.pageSize, 1...1000),
         .string("database", \.database, isSecret: true) { database in
             guard PostgresLocation.isPostgresURL(database) else { return nil }
             do {
@@ -94,14 +111,14 @@ extension ServerConfiguration {
                 && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-") }
                 ? nil : "must be 1 to 32 letters, digits or '-'"
         },
-        .seconds("head-poll", \.headPollInterval),
+        .seconds("head-poll", \.headPollInterval, atLeast: .milliseconds(100)),
         .list("feed", \.feeds) { url in
             guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
                 parsed.host?.isEmpty == false
             else { return "\(url) is not an http or https URL" }
             return nil
         },
-        .int("max-feed-bytes", \.maxFeedBytes, 1...Int.max),
+        .int("max-feed-bytes", \.maxFeedBytes, 1...largestBuffer),
         .seconds("feed-timeout", \.feedTimeout),
         .optionalBool("demo", \.demo, absent: "on without --feed"),
     ]
@@ -119,18 +136,27 @@ extension ServerConfiguration {
     /// Longest duration accepted, a year: long enough for any deadline, short enough that
     /// nanoseconds fit in an `Int64` wherever a duration meets SwiftNIO.
     static let longestDuration = Duration.seconds(365 * 24 * 3600)
+
+    /// Largest body or upstream feed accepted, a gibibyte: either is collected in one
+    /// `ByteBuffer`, which holds at most 4 GiB.
+    static let largestBuffer = 1 << 30
 }
 
 extension ServerConfiguration.Setting {
     typealias Field<Value> = WritableKeyPath<ServerConfiguration, Value> & Sendable
 
-    static func int(_ key: String, _ field: Field<Int>, _ range: ClosedRange<Int>) -> Self {
+    /// `problem` says what is wrong with a value in the range, given the other settings.
+    static func int(
+        _ key: String, _ field: Field<Int>, _ range: ClosedRange<Int>,
+        problem: @escaping @Sendable (ServerConfiguration) -> String? = { _ in nil }
+    ) -> Self {
         Self(
             key: key, kind: .int, isSecret: false,
             assign: { if case .int(let value) = $1 { $0[keyPath: field] = value } },
             check: { configuration in
                 let value = configuration[keyPath: field]
-                return range.contains(value) ? nil : ConfigurationError(setting: key, value: "\(value)", problem: range.requirement)
+                guard range.contains(value) else { return ConfigurationError(setting: key, value: "\(value)", problem: range.requirement) }
+                return problem(configuration).map { ConfigurationError(setting: key, value: "\(value)", problem: $0) }
             },
             describe: { "\($0[keyPath: field])" })
     }
@@ -146,21 +172,25 @@ extension ServerConfiguration.Setting {
             describe: { $0[keyPath: field].map { "\($0)" } ?? absent })
     }
 
-    /// A rate: any finite number above zero.
-    static func positive(_ key: String, _ field: Field<Double>) -> Self {
+    /// A rate, fractions allowed, within `range`.
+    static func rate(_ key: String, _ field: Field<Double>, _ range: ClosedRange<Double>) -> Self {
         Self(
             key: key, kind: .double, isSecret: false,
             assign: { if case .double(let value) = $1 { $0[keyPath: field] = value } },
             check: { configuration in
                 let value = configuration[keyPath: field]
-                return value > 0 && value.isFinite
-                    ? nil : ConfigurationError(setting: key, value: value.shortDescription, problem: "must be a number above 0")
+                return range.contains(value)
+                    ? nil
+                    : ConfigurationError(
+                        setting: key, value: value.shortDescription,
+                        problem: "must be a number from \(range.lowerBound.shortDescription) to \(range.upperBound.shortDescription)")
             },
             describe: { $0[keyPath: field].shortDescription })
     }
 
-    /// A duration given in seconds (fractions allowed): above zero, at most a year.
-    static func seconds(_ key: String, _ field: Field<Duration>) -> Self {
+    /// A duration given in seconds (fractions allowed): above zero, or at least `shortest`;
+    /// at most a year.
+    static func seconds(_ key: String, _ field: Field<Duration>, atLeast shortest: Duration? = nil) -> Self {
         Self(
             key: key, kind: .double, isSecret: false,
             assign: { configuration, value in
@@ -171,10 +201,14 @@ extension ServerConfiguration.Setting {
             },
             check: { configuration in
                 let value = configuration[keyPath: field]
-                guard value > .zero, value <= ServerConfiguration.longestDuration else {
+                let longest = "at most \(ServerConfiguration.longestDuration.components.seconds) seconds (a year)"
+                if let shortest, value < shortest || value > ServerConfiguration.longestDuration {
                     return ConfigurationError(
                         setting: key, value: value.seconds.shortDescription,
-                        problem: "must be more than 0 and at most \(ServerConfiguration.longestDuration.components.seconds) seconds (a year)")
+                        problem: "must be at least \(shortest.seconds.shortDescription) and \(longest)")
+                }
+                guard value > .zero, value <= ServerConfiguration.longestDuration else {
+                    return ConfigurationError(setting: key, value: value.seconds.shortDescription, problem: "must be more than 0 and \(longest)")
                 }
                 return nil
             },

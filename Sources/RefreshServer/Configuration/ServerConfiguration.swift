@@ -78,6 +78,10 @@ public struct ServerConfiguration: Sendable {
     public var sessionIdleTimeout: Duration = .seconds(600)
     /// Events kept per session for replay after a reconnect (`reset` beyond).
     public var replayBufferLength = 256
+    /// Bytes of events kept per session for replay, whichever of this and
+    /// ``replayBufferLength`` is reached first: events of many large items would otherwise
+    /// hold megabytes per session. The newest event is kept whatever its size.
+    public var replayBufferBytes = 1 << 20
     /// Comment sent on idle streams so proxies and browsers keep them open.
     public var keepaliveInterval: Duration = .seconds(15)
     /// Kernel send buffer of an event stream's socket. Small on purpose: a reader that stops

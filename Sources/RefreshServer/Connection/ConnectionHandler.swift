@@ -13,6 +13,12 @@ import NIOHTTP1
 /// is answered by the router on a task, which writes back through ``RoutedResponseWriter``.
 /// Every answer is written as bytes straight to the socket: the pipeline is NIO's request
 /// decoder and this handler, nothing else.
+///
+/// NIO's decoder stops for good after a request that asks to upgrade (`Upgrade` with
+/// `Connection: upgrade`), leaving what follows to another protocol. The server upgrades to
+/// nothing: it answers such a request as if it had no `Upgrade`, and puts a fresh decoder in
+/// the stopped one's place, which hands it the bytes it held. A client that asks for `h2c`
+/// (`curl --http2`) so goes on in HTTP/1.1 on the same connection.
 final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = ByteBuffer
@@ -29,6 +35,11 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var timer: (task: Scheduled<Void>, at: NIODeadline)?
     /// The router's task while it answers, cancelled if the connection closes first.
     private var routing: Task<Void, Never>?
+    /// The decoder in front of this handler, once it has been replaced; until then, the one
+    /// the pipeline was built with.
+    private var decoder: ByteToMessageHandler<HTTPRequestDecoder>?
+    /// The head that arrived last stops the decoder at its end (``ConnectionStateMachine/decoderStops(after:)``).
+    private var decoderStopsAtEnd = false
 
     init(routes: HotRoutes) {
         self.routes = routes
@@ -56,9 +67,17 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let action: Machine.Action
         switch unwrapInboundIn(data) {
-        case .head(let head): action = machine.headReceived(head)
-        case .body(let buffer): action = machine.bodyReceived(buffer)
-        case .end: action = machine.endReceived()
+        case .head(let head):
+            decoderStopsAtEnd = Machine.decoderStops(after: head)
+            action = machine.headReceived(head)
+        case .body(let buffer):
+            action = machine.bodyReceived(buffer)
+        case .end:
+            if decoderStopsAtEnd {
+                decoderStopsAtEnd = false
+                replaceDecoder(context: context)
+            }
+            action = machine.endReceived()
         }
         // The deadline is looked at once the read is complete: a request that arrives and
         // is answered within one read never moves the timer.
@@ -107,6 +126,33 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         letGo()
         context.fireChannelInactive()
+    }
+
+    /// The request decoder every connection starts with. `forwardBytes`: when it is replaced,
+    /// the bytes it held after a request that stopped it go to its successor.
+    static func makeDecoder(maxHeadBytes: Int) -> ByteToMessageHandler<HTTPRequestDecoder> {
+        // The decoder refuses a head past the limit while it still arrives.
+        var limits = NIOHTTPDecoderLimitConfiguration()
+        limits.maxHeaderListSize = maxHeadBytes
+        limits.maxHeaderFieldSize = maxHeadBytes
+        return ByteToMessageHandler(
+            HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .drop, limitConfiguration: limits))
+    }
+
+    /// A fresh decoder goes in front of this handler; the stopped one leaves the pipeline on
+    /// the next tick, passing on what it held and what arrives meanwhile, in order.
+    private func replaceDecoder(context: ChannelHandlerContext) {
+        let pipeline = context.pipeline.syncOperations
+        guard let stopped = decoder ?? (try? pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)) else { return }
+        let fresh = Self.makeDecoder(maxHeadBytes: routes.configuration.maxHeadBytes)
+        do {
+            try pipeline.addHandler(fresh, position: .before(self))
+        } catch {
+            // The pipeline is being torn down: nothing more will be read.
+            return
+        }
+        decoder = fresh
+        pipeline.removeHandler(stopped, promise: nil)
     }
 
     private func letGo() {
@@ -299,7 +345,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .overloaded(let answer):
             write(answer, to: request.head, closes: true, context: context)
             perform(machine.streamRefused(then: .close), context: context)
-        case .refused(let answer):
+        case .refused(let answer), .headOnly(let answer):
             write(answer, to: request.head, closes: machine.closesAfterAnswer, context: context)
             perform(machine.streamRefused(then: .keepAlive), context: context)
         }

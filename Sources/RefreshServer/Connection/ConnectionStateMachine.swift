@@ -502,11 +502,23 @@ struct ConnectionStateMachine<Stream> {
     }
 
     private mutating func headReceived(checking head: HTTPRequestHead) -> Action {
-        let summary = HeadSummary(head)
+        var head = head
+        var summary = HeadSummary(head)
         let then: Then = summary.keepAlive ? .keepAlive : .close
         if let refusal = summary.refusal(limits: limits) {
             // A head whose framing cannot be trusted closes the connection after the answer.
             return refuse(refusal.error, head: head, then: refusal.framingIntact ? then : .close)
+        }
+        // What follows a CONNECT is a tunnel's bytes, not requests: nothing on this
+        // connection can be answered after it.
+        if head.method == .CONNECT {
+            return refuse(.notAProxy, head: head, then: .close)
+        }
+        // RFC 9112 §3.2.2: the authority of an absolute-form target is the host asked for,
+        // whatever `Host` says; the path is what is routed.
+        if let target = AbsoluteTarget(head.uri) {
+            summary.host = target.authority
+            head.uri = target.origin
         }
         // A name this server is not configured for: a rebound DNS name, a misdirected request.
         if let host = summary.host, !policy.allowsHost(host) {
@@ -604,6 +616,7 @@ extension ConnectionStateMachine {
         var size: Int
         var hosts = 0
         var host: String?
+        var origins = 0
         var origin: String?
         var fetchSite: String?
         var contentType: String?
@@ -625,7 +638,9 @@ extension ConnectionStateMachine {
                     hosts += 1
                     host = value
                 case 6 where RequestPolicy.equalIgnoringCase(name, "expect"): expectation = value
-                case 6 where RequestPolicy.equalIgnoringCase(name, "origin"): origin = value
+                case 6 where RequestPolicy.equalIgnoringCase(name, "origin"):
+                    origins += 1
+                    origin = value
                 case 12 where RequestPolicy.equalIgnoringCase(name, "content-type"): contentType = value
                 case 14 where RequestPolicy.equalIgnoringCase(name, "sec-fetch-site"): fetchSite = value
                 case 10 where RequestPolicy.equalIgnoringCase(name, "connection"): connection = connection.map { $0 + "," + value } ?? value
@@ -657,6 +672,10 @@ extension ConnectionStateMachine {
             if hosts > 1 || (hosts == 0 && http11) {
                 return Refusal(error: .badHost(count: hosts), framingIntact: true)
             }
+            if origins > 1 {
+                // Which one would count? The checks here and the CORS answer must read the same.
+                return Refusal(error: .repeatedOrigin, framingIntact: true)
+            }
             if !codings.isEmpty {
                 guard lengths == 0 else { return Refusal(error: .conflictingFraming, framingIntact: false) }
                 // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
@@ -674,5 +693,55 @@ extension ConnectionStateMachine {
             }
             return nil
         }
+    }
+}
+
+extension ConnectionStateMachine {
+    /// Whether NIO's decoder stops parsing after this request's end, taking what follows for
+    /// another protocol's bytes: it does so, as llhttp decides, after a `CONNECT` and after a
+    /// request with `Upgrade` whose `Connection` names `upgrade`. The server upgrades to
+    /// nothing, so such a request is answered as if it had no `Upgrade`, and the connection
+    /// needs a fresh decoder for what comes next.
+    static func decoderStops(after head: HTTPRequestHead) -> Bool {
+        if head.method == .CONNECT { return true }
+        // Every request comes through here: most have no `Upgrade`, found by comparing the
+        // names of its length only, with no allocation.
+        guard head.headers.contains(where: { $0.name.utf8.count == 7 && RequestPolicy.equalIgnoringCase($0.name, "upgrade") }) else {
+            return false
+        }
+        return head.headers.contains { name, value in
+            name.utf8.count == 10 && RequestPolicy.equalIgnoringCase(name, "connection")
+                && value.split(separator: ",").contains {
+                    RequestPolicy.equalIgnoringCase(String($0.filter { $0 != " " && $0 != "\t" }), "upgrade")
+                }
+        }
+    }
+
+    /// A request target in absolute form (`http://name:port/path?query`), split into the
+    /// authority the request is for and the origin form that is routed.
+    struct AbsoluteTarget: Equatable {
+        var authority: String
+        var origin: String
+    }
+}
+
+extension ConnectionStateMachine.AbsoluteTarget {
+    /// `nil` for the origin form (`/path`), the asterisk form and anything else that is not
+    /// an `http` or `https` URI.
+    init?(_ uri: String) {
+        let bytes = uri.utf8
+        guard let first = bytes.first, first != UInt8(ascii: "/"), first != UInt8(ascii: "*") else { return nil }
+        let rest: Substring
+        if uri.count >= 7, RequestPolicy.equalIgnoringCase(String(uri.prefix(7)), "http://") {
+            rest = uri.dropFirst(7)
+        } else if uri.count >= 8, RequestPolicy.equalIgnoringCase(String(uri.prefix(8)), "https://") {
+            rest = uri.dropFirst(8)
+        } else {
+            return nil
+        }
+        let end = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        authority = String(rest[..<end])
+        let tail = rest[end...]
+        origin = tail.first == "/" ? String(tail) : "/" + tail
     }
 }

@@ -97,16 +97,9 @@ struct HTTPServer: Service {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     // Two handlers: the decoder, and the handler that answers and writes bytes
-                    // straight to the socket. The decoder refuses a head past the limit while
-                    // it still arrives.
-                    var limits = NIOHTTPDecoderLimitConfiguration()
-                    limits.maxHeaderListSize = maxHeadBytes
-                    limits.maxHeaderFieldSize = maxHeadBytes
+                    // straight to the socket.
                     let pipeline = channel.pipeline.syncOperations
-                    try pipeline.addHandler(
-                        ByteToMessageHandler(
-                            HTTPRequestDecoder(
-                                leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: limits)))
+                    try pipeline.addHandler(ConnectionHandler.makeDecoder(maxHeadBytes: maxHeadBytes))
                     try pipeline.addHandler(makeHandler())
                 }
             }

@@ -86,6 +86,8 @@ final class HotRoutes: Sendable {
         case overloaded(JSONPayload)
         /// Not at all (an unknown session, a bad `Last-Event-ID`).
         case refused(JSONPayload)
+        /// A `HEAD` request: the head a `GET` would open the stream with, and no stream.
+        case headOnly(JSONPayload)
     }
 
     /// Opens the stream of a `GET …/events`, within the limits on open streams.
@@ -96,6 +98,11 @@ final class HotRoutes: Sendable {
             // A stream is an endless chunked body; HTTP/1.0 has no chunks.
             guard head.version.major == 1, head.version.minor >= 1 else { throw APIError.streamNeedsHTTP11 }
             let (session, lastEventID) = try eventStreamRequest(head, session: id)
+            if head.method == .HEAD {
+                metrics.requestAnswered(route: RouteTable.Pattern.events, status: 200)
+                return .headOnly(
+                    JSONPayload(status: .ok, headers: EventStream.responseFields(gzip: Gzip.accepted(by: head.headers)), body: ByteBuffer()))
+            }
             guard let ticket = streams.admit(client(of: head, channel: channel)) else {
                 logger.notice("told a stream of session \(id.escapedForLog) to come back later: too many streams")
                 metrics.streamShed()

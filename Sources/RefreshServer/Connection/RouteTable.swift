@@ -8,7 +8,7 @@ enum RouteTable {
     enum Route: Equatable, Sendable {
         /// `POST /api/sessions/{id}/samples`
         case samples(session: String)
-        /// `GET /api/sessions/{id}/events`
+        /// `GET /api/sessions/{id}/events`, and `HEAD` on it (answered with the stream's head).
         case events(session: String)
         /// Anything the router answers.
         case router
@@ -36,7 +36,7 @@ enum RouteTable {
     }
 
     private static func hotRoute(_ method: HTTPMethod, _ path: Substring.UTF8View) -> Route? {
-        guard method == .POST || method == .GET, path.count > sessionsPrefix.count, path.starts(with: sessionsPrefix) else {
+        guard method == .POST || method == .GET || method == .HEAD, path.count > sessionsPrefix.count, path.starts(with: sessionsPrefix) else {
             return nil
         }
         let rest = path.dropFirst(sessionsPrefix.count)
@@ -45,7 +45,7 @@ enum RouteTable {
         let id = String(Substring(rest[..<slash]))
         switch method {
         case .POST where action.elementsEqual("samples".utf8): return .samples(session: id)
-        case .GET where action.elementsEqual("events".utf8): return .events(session: id)
+        case .GET where action.elementsEqual("events".utf8), .HEAD where action.elementsEqual("events".utf8): return .events(session: id)
         default: return nil
         }
     }
@@ -118,7 +118,7 @@ enum RouteTable {
         case 2 where api[0] == "sessions" && !api[1].isEmpty: return [.GET, .HEAD, .DELETE]
         case 3 where api[0] == "sessions" && !api[1].isEmpty:
             switch api[2] {
-            case "events": return [.GET]
+            case "events": return [.GET, .HEAD]
             case "samples", "load-more": return [.POST]
             case "refresh": return [.POST, .DELETE]
             default: return nil

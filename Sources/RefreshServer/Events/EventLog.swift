@@ -1,7 +1,8 @@
 import NIOCore
 
-/// A session's events: numbered, kept in a bounded ring for replay, and announced to the
-/// open streams.
+/// A session's events: numbered, kept in a ring bounded in events and in bytes for replay,
+/// and announced to the open streams. The byte bound is what holds memory: a refresh's
+/// `items` event can be tens of kilobytes, and every session keeps its own.
 ///
 /// Only the newest `state` and the newest `news` event are kept (each supersedes every
 /// earlier one of its kind), outside the ring, so a fast drag or a burst of publishes cannot
@@ -10,10 +11,12 @@ import NIOCore
 /// has learns it has a gap.
 struct EventLog: Sendable {
     private let capacity: Int
+    private let maxBytes: Int
     private(set) var lastID: UInt64 = 0
-    /// Non-`state` events, oldest first, as a circular buffer.
-    private var ring: [ServerEvent] = []
-    private var head = 0
+    /// Non-`state` events, oldest first.
+    private var ring = CircularBuffer<ServerEvent>()
+    /// What the ring's frames take, by their buffers' capacity.
+    private(set) var bytes = 0
     /// The newest `state` event: the engine's current state, already encoded.
     private(set) var latestState: ServerEvent?
     /// The newest `news` event.
@@ -25,8 +28,16 @@ struct EventLog: Sendable {
     /// Events were appended since the streams were last woken.
     private var unannounced = false
 
-    init(capacity: Int) {
+    /// The newest events the byte bound never drops. A stream is woken after each append
+    /// but writes on its own event loop, a few wake-ups behind when that loop is busy; an
+    /// action appends four to six events, its large `items` right after its last `progress`.
+    /// Dropping those by bytes would send a reader that keeps up a `reset`, so the bound
+    /// holds a session to `maxBytes` or its newest 16 events, whichever is more.
+    static let keptWhateverTheirSize = 16
+
+    init(capacity: Int, maxBytes: Int = .max) {
         self.capacity = max(1, capacity)
+        self.maxBytes = maxBytes
     }
 
     var openStreams: Int { listeners.count }
@@ -39,12 +50,17 @@ struct EventLog: Sendable {
             latestState = event
         } else if kind == .news {
             latestNews = event
-        } else if ring.count < capacity {
-            ring.append(event)
         } else {
-            droppedThrough = ring[head].id
-            ring[head] = event
-            head = (head + 1) % capacity
+            ring.append(event)
+            bytes += event.frame.capacity
+            // The oldest go first.
+            while let oldest = ring.first, ring.count > 1,
+                ring.count > capacity || (bytes > maxBytes && ring.count > Self.keptWhateverTheirSize)
+            {
+                ring.removeFirst()
+                bytes -= oldest.frame.capacity
+                droppedThrough = oldest.id
+            }
         }
         unannounced = true
         return event
@@ -65,7 +81,7 @@ struct EventLog: Sendable {
         var high = ring.count
         while low < high {
             let middle = (low + high) / 2
-            if ring[(head + middle) % ring.count].id <= cursor { low = middle + 1 } else { high = middle }
+            if ring[ring.index(ring.startIndex, offsetBy: middle)].id <= cursor { low = middle + 1 } else { high = middle }
         }
         // The kept `state` and `news` go where their ids put them among the ring's events;
         // every stream asks this on every wake-up, so without building a list of them.
@@ -74,8 +90,7 @@ struct EventLog: Sendable {
         if first == nil || (second != nil && second!.id < first!.id) { swap(&first, &second) }
         var result: [ServerEvent] = []
         result.reserveCapacity(ring.count - low + 2)
-        for offset in low..<ring.count {
-            let event = ring[(head + offset) % ring.count]
+        for event in ring[ring.index(ring.startIndex, offsetBy: low)...] {
             while let kept = first, kept.id < event.id {
                 result.append(kept)
                 first = second

@@ -21,15 +21,7 @@ struct EventStream {
         let gzip = try gzip ? GzipStream() : nil
         guard let (initial, cursor) = session.subscribe(listener, lastEventID: lastEventID, now: .now) else { return nil }
         let subscription = Subscription(session: session, listener: listener, ticket: ticket)
-        var headers: HTTPFields = [
-            .contentType: "text/event-stream; charset=utf-8",
-            .cacheControl: "no-store",
-            .accelBuffering: "no",
-            .vary: "Accept-Encoding",
-            // The body is written as ready-made chunks, so say so rather than rely on a default.
-            .transferEncoding: "chunked",
-        ]
-        if gzip != nil { headers[.contentEncoding] = "gzip" }
+        let headers = responseFields(gzip: gzip != nil)
         var stream = EventStream(
             subscription: subscription, cursor: cursor, gzip: gzip,
             // A wake with nothing new is the keepalive tick; only a stream quiet for at
@@ -38,6 +30,20 @@ struct EventStream {
         let retry = ByteBuffer(string: "retry: \(Self.jitteredRetry(configuration, overloaded: false))\n\n")
         let opening = try stream.chunk([retry] + initial.map(\.frame))
         return (stream, HTTPResponse(status: .ok, headerFields: headers), opening)
+    }
+
+    /// The head's fields of a stream's answer; a `HEAD` request gets the same.
+    static func responseFields(gzip: Bool) -> HTTPFields {
+        var headers: HTTPFields = [
+            .contentType: "text/event-stream; charset=utf-8",
+            .cacheControl: "no-store",
+            .accelBuffering: "no",
+            .vary: "Accept-Encoding",
+            // The body is written as ready-made chunks, so say so rather than rely on a default.
+            .transferEncoding: "chunked",
+        ]
+        if gzip { headers[.contentEncoding] = "gzip" }
+        return headers
     }
 
     /// The chunk a wake-up has to write, if any.

@@ -18,7 +18,8 @@ struct ServerEvent: Sendable {
     init(id: UInt64, kind: Kind, data: ByteBuffer) {
         self.id = id
         self.kind = kind
-        var frame = ByteBufferAllocator().buffer(capacity: data.readableBytes + 32)
+        // Room for the longest id and name, so the frame is never grown (and doubled) on the way.
+        var frame = ByteBufferAllocator().buffer(capacity: data.readableBytes + 64)
         frame.writeStaticString("id: ")
         frame.writeString(String(id))
         frame.writeStaticString("\nevent: ")

@@ -33,12 +33,13 @@ struct JSONFields {
         return number
     }
 
-    /// An integer; a non-finite or fractional number is the wrong type here.
+    /// An integer; a non-finite or fractional number is the wrong type here, and one beyond
+    /// 2^53 − 1 is out of range: JSON numbers are read as doubles, which past it cannot tell
+    /// `9007199254740993` from `9007199254740992`.
     func int(_ key: String) throws(APIError) -> Int? {
         guard let number = try double(key) else { return nil }
-        guard number.isFinite, number.rounded() == number, abs(number) < 9e15 else {
-            throw .invalid(fieldPath(key), "must be a whole number")
-        }
+        guard number.isFinite, number.rounded() == number else { throw .invalid(fieldPath(key), "must be a whole number") }
+        guard abs(number) <= JSONValue.largestExactInteger else { throw .inexactInteger(fieldPath(key)) }
         return Int(number)
     }
 
@@ -67,6 +68,9 @@ struct JSONFields {
 }
 
 extension JSONValue {
+    /// 2^53 − 1: every whole number up to it has a double of its own.
+    static let largestExactInteger = 9_007_199_254_740_991.0
+
     /// Parses a request body, mapping syntax errors to `400 malformed_json`.
     static func parseBody(_ bytes: [UInt8]) throws(APIError) -> JSONValue {
         guard !bytes.isEmpty else { throw .malformedJSON("the body is empty") }

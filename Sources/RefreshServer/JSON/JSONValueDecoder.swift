@@ -132,9 +132,9 @@ private struct JSONValueDecoding: Decoder, SingleValueDecodingContainer {
     /// A number with no fraction that fits `Integer`.
     private func whole<Integer: FixedWidthInteger>(_ type: Integer.Type) throws -> Integer {
         let number = try decode(Double.self)
-        guard number.isFinite, number.rounded() == number, abs(number) < 9e15, let whole = Integer(exactly: number) else {
-            throw APIError.invalid(described, "must be a whole number")
-        }
+        guard number.isFinite, number.rounded() == number else { throw APIError.invalid(described, "must be a whole number") }
+        guard abs(number) <= JSONValue.largestExactInteger else { throw APIError.inexactInteger(described) }
+        guard let whole = Integer(exactly: number) else { throw APIError.invalid(described, "must be a whole number") }
         return whole
     }
 

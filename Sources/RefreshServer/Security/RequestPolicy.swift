@@ -6,7 +6,8 @@ import NIOHTTP1
 ///
 /// - **Host.** A DNS-rebinding page reaches the server under the attacker's name, so only the
 ///   names the server is configured for are answered: `localhost`, the listening address (any
-///   IP literal when listening on a wildcard) and each `--public-host`; anything else `421`.
+///   IP literal when listening on a wildcard; `127.0.0.1` and `::1` when listening on
+///   `localhost`) and each `--public-host`; anything else `421`.
 /// - **Origin.** A state-changing API request (`POST`, `PUT`, `PATCH`, `DELETE` on `/api/`)
 ///   from a browser says where it comes from. It is taken only from the server's own origin
 ///   or one given by `--cors-origin`; any other `Origin` (`null` included), or
@@ -30,7 +31,12 @@ struct RequestPolicy: Sendable {
         let listening = Self.bare(configuration.host.lowercased())
         anyAddress = listening == "0.0.0.0" || listening == "::"
         var hosts = ["localhost"]
-        if !anyAddress, listening != "localhost" { hosts.append(listening) }
+        if listening == "localhost" {
+            // The name resolves to a loopback address, and a client may well ask for it by number.
+            hosts += ["127.0.0.1", "::1"]
+        } else if !anyAddress {
+            hosts.append(listening)
+        }
         for name in configuration.publicHosts {
             let name = Self.bare(name.lowercased())
             if !hosts.contains(name) { hosts.append(name) }

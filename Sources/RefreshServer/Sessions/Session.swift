@@ -61,7 +61,7 @@ public final class Session: Sendable {
         self.state = Mutex(
             State(
                 engine: RefreshEngine(config: config),
-                log: EventLog(capacity: limits.replayBufferLength),
+                log: EventLog(capacity: limits.replayBufferLength, maxBytes: limits.replayBufferBytes),
                 bucket: TokenBucket(rate: limits.maxSamplesPerSecond, now: now),
                 lastActive: now))
     }
