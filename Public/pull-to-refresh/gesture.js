@@ -23,6 +23,8 @@ export function travelFor(distance, { coefficient = 1, maxPull = 400 } = {}) {
 /** How long the list takes to settle after the input ends: the platform's own smooth
  *  spring (SwiftUI's `.smooth`, UIKit's bounce back), half a second, without a bounce. */
 const SPRING_RESPONSE_S = 0.5;
+/** Its angular frequency, per second. */
+const OMEGA = (2 * Math.PI) / SPRING_RESPONSE_S;
 /** One frame at 60 Hz, in milliseconds. */
 const FRAME_MS = 1000 / 60;
 /** Closer than this (points, points per second) the spring is at rest. */
@@ -30,7 +32,8 @@ const SPRING_REST = { distance: 0.25, speed: 4 };
 
 /** A critically damped spring that draws a value on every frame until it rests at its
  *  target. It never overshoots, so a list moving back toward rest never passes it; a new
- *  target is taken from where the value is, at the speed it has. */
+ *  target is taken from where the value is, at the speed it has, or slower where that
+ *  speed would carry it past. */
 export class Spring {
   #value = 0;
   #velocity = 0;
@@ -74,6 +77,12 @@ export class Spring {
     if (this.still()) return this.jump(target);
     if (target === this.#target && (this.#frame != null || target === this.#value)) return;
     this.#target = target;
+    // Heading for the new target faster than the spring can stop there, it would pass it
+    // and come back: it slows to the fastest speed that stops on it instead.
+    const away = this.#value - target;
+    if (away === 0 || (Math.sign(this.#velocity) === -Math.sign(away) && Math.abs(this.#velocity) > OMEGA * Math.abs(away))) {
+      this.#velocity = -OMEGA * away;
+    }
     if (this.#frame == null) {
       // A frame is on screen about one frame after its time: the first one drawn from now
       // shows the list that much on its way, however early in its frame this call came.
@@ -90,12 +99,11 @@ export class Spring {
   #step(now) {
     const dt = Math.max(0, Math.min(now - this.#time, 100)) / 1000;
     this.#time = now;
-    const omega = (2 * Math.PI) / SPRING_RESPONSE_S;
     const x = this.#value - this.#target;
-    const decay = Math.exp(-omega * dt);
-    const carried = this.#velocity + omega * x;
+    const decay = Math.exp(-OMEGA * dt);
+    const carried = this.#velocity + OMEGA * x;
     const next = (x + carried * dt) * decay;
-    this.#velocity = (this.#velocity - omega * carried * dt) * decay;
+    this.#velocity = (this.#velocity - OMEGA * carried * dt) * decay;
     if (Math.abs(next) < SPRING_REST.distance && Math.abs(this.#velocity) < SPRING_REST.speed) {
       this.#frame = null;
       this.#velocity = 0;
