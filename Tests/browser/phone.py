@@ -25,17 +25,20 @@ LABEL_RELEASE = "Release to refresh"
 LABEL_REFRESHING = "Refreshing…"
 
 # Runs before the page's own scripts. Every frame: its time, the list's offset as drawn (the
-# computed transform, which a CSS transition moves too), the top label and the number of
-# rows; read in a task after the frame's callbacks, so it is what that frame painted. Every
+# computed transform, which a CSS transition moves too), the top label, the number of rows
+# and the phase drawn; read in a task after the frame's callbacks, so it is what that frame
+# painted. Every
 # sample request: when it went out and came back, and what it carried.
 RECORDER = r"""
     window.phone = { frames: [], lifts: [], requests: [], states: [], done: [] };
     performance.setResourceTimingBufferSize(100000);
     const read = (now) => {
-        const scroller = document.querySelector('pull-to-refresh .ptr-scroller');
-        const label = document.querySelector('pull-to-refresh .ptr-top .ptr-label');
+        const list = document.querySelector('pull-to-refresh');
+        const scroller = list?.querySelector('.ptr-scroller');
+        const label = list?.querySelector('.ptr-top .ptr-label');
         const offset = scroller ? new DOMMatrixReadOnly(getComputedStyle(scroller).transform).m42 : 0;
-        phone.frames.push([now, offset, label ? label.textContent : '', document.querySelectorAll('.feed .item').length]);
+        phone.frames.push([now, offset, label ? label.textContent : '', document.querySelectorAll('.feed .item').length,
+                           list?.dataset.phase ?? null]);
     };
     const frame = (now) => {
         requestAnimationFrame(frame);
@@ -204,16 +207,16 @@ def first(frames_, condition):
     return next((f for f in frames_ if condition(f)), None)
 
 
-def pull_past_and_back(driver):
-    """A slow pull past the threshold (to about 110 points shown), held until the label says
-    so, then back to 40 points and let go: nothing refreshes. Answers
+def pull_past_and_back(driver, seconds=1.0):
+    """A slow pull past the threshold (to about 110 points shown in `seconds`), held until
+    the label says so, then back to 40 points and let go: nothing refreshes. Answers
     (the crossing on screen, the label, the sample request that first carried the list past
     the threshold, the request sent before it, the state that armed), times in the page's
     milliseconds."""
     began = now(driver)
-    # A second to travel 151: no move lands exactly on the threshold, so the frame and the
+    # 151 points of travel: no move lands exactly on the threshold, so the frame and the
     # sample that first pass it are the same move.
-    steps = 60
+    steps = round(60 * seconds)
     x, y = drag(driver, [151 * step / steps for step in range(1, steps + 1)])
     wait(driver, lambda d: d.execute_script("return document.querySelector('.ptr-top .ptr-label').textContent") == LABEL_RELEASE)
     time.sleep(0.1)
@@ -260,9 +263,10 @@ def short_pull(driver, rest=0.3):
 
 
 def after_lift(driver, lift, seconds):
-    """The frames from the lift on, for `seconds`: (ms after the lift, offset, label)."""
+    """The frames from 50 ms before the lift on, after `seconds`: (ms after the lift,
+    offset, label, phase)."""
     time.sleep(seconds)
-    return [(f[0] - lift, f[1], f[2]) for f in frames(driver, lift - 50)]
+    return [(f[0] - lift, f[1], f[2], f[4]) for f in frames(driver, lift - 50)]
 
 
 def offset_at(trace, at):
@@ -272,7 +276,9 @@ def offset_at(trace, at):
 
 
 def refreshing_after(trace):
-    hit = first(trace, lambda f: f[0] >= 0 and f[2] == LABEL_REFRESHING)
+    """When 'Refreshing…' first shows after the lift, for a refresh that runs (a label left
+    from an earlier one, at rest, does not count)."""
+    hit = first(trace, lambda f: f[0] >= 0 and f[2] == LABEL_REFRESHING and f[3] == "refreshing")
     return hit[0] if hit else None
 
 

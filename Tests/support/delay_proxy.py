@@ -107,10 +107,11 @@ def delaying_proxy(upstream_host, upstream_port, round_trip_ms, host="127.0.0.1"
     finally:
         async def stop():
             box["server"].close()
-            tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            # Cancelling a connection cancels the deliveries it runs: until none is left.
+            while tasks := [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(stop(), loop).result(5)
         loop.call_soon_threadsafe(loop.stop)
