@@ -1,6 +1,6 @@
 """The pull through a phone network's round trip (150 ms: 75 ms each way, a 4G phone), in
 Chromium with real touch: feedback within one round trip of what only the server can say,
-none for what the page knows itself, and the first rows within four round trips.
+none for what the page knows itself, and the first rows after three round trips in a row.
 
 Bounds are in round trips, with a margin for a loaded machine, and where it can the test
 checks what caused what (which request's answer changed the label, that the release went
@@ -16,8 +16,6 @@ from phone import (HELD, THRESHOLD, after_lift, first, first_rows, flick, last_l
                    pull_past_and_back, refreshes, refreshing_after, requests, settle, short_pull, slow_pull)
 
 RTT = 150
-# One frame at 60 Hz, in ms.
-FRAME = 1000 / 60
 
 
 @pytest.fixture(scope="module")
