@@ -20,6 +20,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -165,6 +166,13 @@ def sweep(counts, rtt, pulls):
     return rows
 
 
+def dumps(results):
+    """Indented JSON, but every list of numbers (a figure's values, a trace's points) on one
+    line."""
+    text = json.dumps(results, indent=1)
+    return re.sub(r"\[[\d\s.,\[\]-]*\]", lambda match: re.sub(r"\s+", "", match.group(0)), text)
+
+
 def fmt(values):
     """Median and worst."""
     return f"{statistics.median(values):.0f}, {max(values):.0f}" if values else "–"
@@ -240,7 +248,8 @@ def main():
     before = "" if arguments.smoke else arguments.before
     stamp = datetime.date.today().isoformat()
     results = {"date": stamp, "command": "python3 bench/phone-network.py " + " ".join(sys.argv[1:]), "pulls": pulls,
-               "server": os.environ.get("REFRESH_SERVER", "debug build"), "before": before, "pages": {}}
+               "server": os.path.relpath(os.environ["REFRESH_SERVER"], ROOT) if "REFRESH_SERVER" in os.environ else "debug build",
+               "before": before, "pages": {}}
     with tempfile.TemporaryDirectory() as scratch:
         pages = {"after": None}
         if before:
@@ -262,7 +271,7 @@ def main():
     out = pathlib.Path(arguments.out)
     out.mkdir(parents=True, exist_ok=True)
     name = f"{stamp}-phone-network"
-    (out / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
+    (out / f"{name}.json").write_text(dumps(results) + "\n")
     report(results, out / f"{name}.md")
     print("report:", out / f"{name}.md")
     if results["pages"] and 150 in rtts:
