@@ -36,7 +36,7 @@
 // `data-session` is the session's id, `data-phase` and `data-edge` the last state drawn,
 // `data-news-count` the number of new items the button offers ("0" while it is hidden).
 
-import { GestureCapture } from "./gesture.js";
+import { GestureCapture, Spring } from "./gesture.js";
 import { RefreshSession } from "./session.js";
 
 const NEWS_MODES = ["badge", "live", "off"];
@@ -108,16 +108,24 @@ export class PullToRefreshElement extends HTMLElement {
   #gesture = null;
   /** Listeners on the window, for as long as the element is in the document. */
   #attached = null;
-  #state = { edge: null, phase: "idle", indicatorOffset: 0 };
+  /** The newest state drawn. */
+  #state = { edge: null, phase: "idle", indicatorOffset: 0, seq: null };
   #dragging = null; // { edge, distance } while the user pulls
+  /** The `seq` of the last sample posted, and of the last drag among them. */
+  #posted = { last: null, drag: null };
+  /** From the moment the input lets go of a pull until the list is back at rest: the edge
+   *  it was pulled from, the `seq` whose state answers the release, and how far the list
+   *  may spring back before that answer (the held offset when a refresh may start there,
+   *  else rest). */
+  #letGo = null;
+  /** Where the list is drawn: points past the top, negative past the bottom. The finger
+   *  sets it while it is down; after that it springs to where it belongs. */
+  #spring = new Spring((offset) => this.#drawOffset(offset), () => matchMedia("(prefers-reduced-motion: reduce)").matches);
   #hasMore = true;
   #lastFailed = null;
   #layout = null;
-  /** What the list shows, as the server said: the feed position its items are up to date
-   *  with (`head` of the last `items` that brought it up to date), the one it started from
-   *  (the first such `head`: paging down stays below it) and its last item's id. A session
-   *  that replaces a lost one continues this list instead of starting over. */
-  #shows = { head: null, pagedThrough: null, oldest: null };
+  /** The list the last session showed, which the next one continues (its `shows`). */
+  #continues = null;
 
   connectedCallback() {
     if (!this.scroller) this.#build();
@@ -214,12 +222,16 @@ export class PullToRefreshElement extends HTMLElement {
   #capture() {
     this.#gesture = new GestureCapture(this.scroller, {
       rubberBand: () => this.#session?.config?.rubberBand,
-      onOffset: (edge, distance) => {
-        this.#dragging = distance > 0 ? { edge, distance } : null;
-        this.#drawOffset();
+      shown: (edge) => Math.max(0, edge === "top" ? this.#spring.value : -this.#spring.value),
+      onPull: (edge, distance) => this.#follow(edge, distance),
+      onSample: (sample) => {
+        const seq = this.#session?.sample({ ...sample, ...this.#heights() });
+        if (seq == null) return;
+        this.#posted.last = seq;
+        if (sample.phase === "drag") this.#posted.drag = seq;
       },
-      onSample: (sample) => this.#session?.sample({ ...sample, ...this.#heights() }),
-      onRelease: () => this.#drawOffset(),
+      onRelease: (edge) => this.#letGoOf(edge, true),
+      onDrop: (edge) => this.#letGoOf(edge, false),
     });
   }
 
@@ -242,22 +254,19 @@ export class PullToRefreshElement extends HTMLElement {
   }
 
   #openSession(options) {
-    const session = new RefreshSession({
-      ...options,
-      shows: () => (this.#shows.head != null && this.#shows.oldest != null ? { ...this.#shows } : null),
-    });
-    const replaces = this.#hadSession;
+    // A session that replaces one the element ended says, as one the server forgot does,
+    // whether it continues the list.
+    const session = new RefreshSession({ ...options, continues: this.#continues, replaces: this.#hadSession });
     this.#hadSession = true;
     this.#session = session;
     this.#sessionOptions = JSON.stringify(options);
     this.#sessionEnded = new AbortController();
     this.#wireSession(session, this.#sessionEnded.signal);
-    // A session that replaces one the element ended says, as one the server forgot does,
-    // whether it continues the list.
-    this.#open().then((detail) => detail && replaces && session === this.#session && this.#replaced(detail));
+    this.#open();
   }
 
   #endSession() {
+    if (this.#session) this.#continues = this.#session.shows;
     this.#sessionEnded?.abort();
     this.#sessionEnded = null;
     this.#session?.close();
@@ -346,9 +355,11 @@ export class PullToRefreshElement extends HTMLElement {
     });
   }
 
-  /** Tells the server where the list is, unless `disabled` (which pauses infinite scroll). */
+  /** Tells the server where the list is, unless `disabled` (which pauses infinite scroll)
+   *  or a pull is under way (whose samples say where it is). */
   #sampleWhereItIs() {
-    if (!this.hasAttribute("disabled")) this.#session?.sample({ y: this.scroller.scrollTop, phase: "scroll", ...this.#heights() });
+    if (this.hasAttribute("disabled") || this.#gesture?.pull) return;
+    this.#session?.sample({ y: this.scroller.scrollTop, phase: "scroll", ...this.#heights() });
   }
 
   /** Where the list is, and, without infinite scroll, a first page for an empty list
@@ -359,9 +370,8 @@ export class PullToRefreshElement extends HTMLElement {
   }
 
   /** A new session took over: a resumed one continues the list (and tells of what came
-   *  meanwhile); any other starts over from the newest items. */
+   *  meanwhile); any other starts over from the newest items, which come next. */
   #replaced(detail) {
-    if (!detail.resumed) this.#shows = { head: null, pagedThrough: null, oldest: null };
     this.#clearNews();
     this.#emit("session", detail);
   }
@@ -404,6 +414,10 @@ export class PullToRefreshElement extends HTMLElement {
     const on = (name, handler) => session.addEventListener(name, handler, { signal });
     on("open", (event) => {
       this.dataset.session = event.detail.id;
+      // A new session's `seq`s start over: nothing of the old one's pull is waited for.
+      this.#state = { ...event.detail.state, seq: null };
+      this.#letGo = null;
+      this.#place();
       this.#showWhereItIs();
     });
     on("session", (event) => this.#replaced(event.detail));
@@ -418,13 +432,8 @@ export class PullToRefreshElement extends HTMLElement {
       this.#emit("progress", event.detail);
     });
     on("items", (event) => {
-      const { op, items, actionId, hasMore, head } = event.detail;
+      const { op, items, actionId, hasMore } = event.detail;
       this.#hasMore = hasMore;
-      if (head != null) {
-        this.#shows.head = head;
-        this.#shows.pagedThrough ??= head;
-      }
-      if (items.length > 0 && (op === "append" || this.#shows.oldest == null)) this.#shows.oldest = items[items.length - 1].id;
       // New items on top are the ones the button offered (a refresh brings exactly those;
       // a live page got them without asking): a later `news` offers what is left.
       if (op === "prepend") this.#clearNews();
@@ -452,7 +461,6 @@ export class PullToRefreshElement extends HTMLElement {
     });
     on("reset", (event) => {
       this.#hasMore = true;
-      this.#shows = { head: null, pagedThrough: null, oldest: null };
       this.#clearNews();
       this.#emit("reset", event.detail);
     });
@@ -467,8 +475,11 @@ export class PullToRefreshElement extends HTMLElement {
     return this.content.querySelectorAll("[role=article], article, li").length;
   }
 
+  /** Draws the newest state by `seq`: the label and arrow as the server says (no label
+   *  at rest), the phase, and where the list belongs. */
   #drawState(state) {
     const previous = this.#state;
+    if (state.seq != null && previous.seq != null && state.seq < previous.seq) return;
     this.#state = state;
     if (state.phase === "refreshing" && previous.phase !== "refreshing") {
       this.#announce("Refreshing…");
@@ -477,11 +488,10 @@ export class PullToRefreshElement extends HTMLElement {
     }
     this.dataset.phase = state.phase;
     this.dataset.edge = state.edge ?? "";
-    if (state.edge === "top") {
-      this.querySelector(".ptr-label").textContent = state.label;
-      this.querySelector(".ptr-arrow").style.transform = `rotate(${state.rotation}deg)`;
-    }
-    this.#drawOffset();
+    const top = state.edge === "top";
+    this.querySelector(".ptr-label").textContent = top ? state.label : "";
+    this.querySelector(".ptr-arrow").style.transform = `rotate(${top ? state.rotation : 0}deg)`;
+    this.#place();
     this.#drawFooter();
     this.#emit("state", state);
   }
@@ -515,19 +525,52 @@ export class PullToRefreshElement extends HTMLElement {
     this.querySelector(".ptr-load-more").hidden = loading || !this.#hasMore;
   }
 
-  /** Where the list sits: with the finger while pulling, else where the server holds it. */
-  #drawOffset() {
-    let offset = 0;
-    let live = false;
-    if (this.#dragging) {
-      offset = this.#dragging.edge === "top" ? this.#dragging.distance : -this.#dragging.distance;
-      live = true;
-    } else if (this.#state.edge === "top") {
-      offset = this.#state.indicatorOffset;
-    }
-    this.toggleAttribute("dragging", live);
+  /** The input moves the list: it is drawn where the finger has it, at once. */
+  #follow(edge, distance) {
+    this.#letGo = null;
+    this.#dragging = distance > 0 ? { edge, distance } : null;
+    this.toggleAttribute("dragging", this.#dragging != null);
+    this.#spring.jump(edge === "top" ? distance : -distance);
+  }
+
+  /** The input let go of the list (`released`), or the pull was dropped. Until the server
+   *  answers the samples posted up to now, the list springs back to rest, or, when a refresh
+   *  may start there, no further than the held offset: when the last state was armed or
+   *  refreshing, or when the server has not yet seen where the pull got to and it got past
+   *  the held offset. */
+  #letGoOf(edge, released) {
+    this.#dragging = null;
+    this.removeAttribute("dragging");
+    const state = this.#state;
+    const held = this.#session?.config?.top?.heldOffset ?? 0;
+    const heard = state.seq != null && this.#posted.drag != null && state.seq >= this.#posted.drag;
+    const decided = state.edge === "top" && (state.phase === "armed" || state.phase === "refreshing");
+    const holds = released && edge === "top" && (decided || (!heard && this.#spring.value > held));
+    this.#letGo = { edge, answeredBy: this.#posted.last, answered: false, until: holds ? held : 0 };
+    this.#place();
+  }
+
+  /** Where the list goes when no input holds it. After a lift it only ever moves back
+   *  toward rest: a state for a sample older than the release never moves it, and a refresh
+   *  the server starts holds it where it has got to, at most at the held offset, rather than
+   *  pulling it down again. Once the release is answered and the list is back at rest, it
+   *  goes where the server holds the indicator, as before the pull. */
+  #place() {
+    if (this.#dragging) return;
+    const state = this.#state;
+    const held = state.edge === "top" ? state.indicatorOffset : 0;
+    const letGo = this.#letGo;
+    if (letGo && !letGo.answered) letGo.answered = state.seq != null && letGo.answeredBy != null && state.seq >= letGo.answeredBy;
+    if (letGo?.answered && this.#spring.value === 0 && !this.#spring.moving) this.#letGo = null;
+    if (!this.#letGo) return this.#spring.moveTo(held);
+    if (letGo.edge !== "top") return this.#spring.moveTo(0);
+    this.#spring.moveTo(Math.max(0, Math.min(letGo.answered ? held : letGo.until, this.#spring.value)));
+  }
+
+  #drawOffset(offset) {
     this.scroller.style.transform = offset ? `translateY(${offset}px)` : "";
     this.top.style.setProperty("--ptr-offset", `${Math.max(0, offset)}px`);
+    if (offset === 0 && !this.#spring.moving && this.#letGo?.answered) this.#letGo = null;
   }
 }
 

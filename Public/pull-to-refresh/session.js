@@ -76,24 +76,49 @@ export class RequestError extends Error {
   }
 }
 
-/** Posts samples in order: at most one request in flight and one per animation frame.
- *  A newer drag or scroll sample replaces a queued one; a release is never dropped, not
- *  even when the server turns it away for a while. */
+/** How many sample requests may be out at once. Over HTTP/1.1 a page has six connections
+ *  to an origin and the event stream holds one of them: four samples leave one for the
+ *  release, which goes out at once whatever is in flight, so no sample ever waits in the
+ *  browser's own queue for a connection (README, "On a slow network"). */
+export const MAX_IN_FLIGHT = 4;
+
+/** One frame at 60 Hz: samples go out no more often than the screen changes. */
+const FRAME_MS = 1000 / 60;
+
+/** Posts samples in order, pipelined: up to MAX_IN_FLIGHT requests out at once, so that a
+ *  pull reaches the server at frame rate, or as near as the round trip allows, instead of
+ *  once per round trip. Requests go out evenly, one per frame or one per round trip divided
+ *  by MAX_IN_FLIGHT, whichever is longer, each as soon as that allows: so the newest position
+ *  never waits longer than that for its turn (a burst of requests would leave it a gap of
+ *  most of a round trip). The server applies samples by `seq` and ignores one older than
+ *  what it has, so requests may overtake each other on their way.
+ *
+ *  A newer drag or scroll sample replaces a queued one. A release replaces every queued
+ *  position (it carries its own offset) and goes out at once, with whatever is posted in the
+ *  same task (where the list rests after it) in the same request; it is never dropped, not
+ *  even when the server turns it away for a while. A refused request stops the queue for as
+ *  long as the server asked. */
 export class SampleQueue {
   #queue = [];
-  #inFlight = false;
-  #frameRequested = false;
+  #inFlight = 0;
+  /** When the last request went out, and the timer for the next when it is too soon. */
+  #lastSent = -Infinity;
+  #timer = null;
+  /** The round trip of a sample request, smoothed over the last few. */
+  #roundTrip = 0;
+  #urgent = false;
   #pause = null;
   #seq = 0;
   /** Which session the queued samples belong to: a sample sent for an earlier one is
    *  never put back in line, and a wait it was told to keep ends with it. */
   #generation = 0;
 
-  /** @param {(sample: object) => Promise<number|undefined>} send  resolves to a number of
-   *  milliseconds when the server could not take the sample now: the queue waits that
-   *  long, then sends it again unless a newer one replaced it. */
-  constructor(send) {
+  /** @param {(samples: object[]) => Promise<number|undefined>} send  posts one request;
+   *  resolves to a number of milliseconds when the server could not take the samples now:
+   *  the queue waits that long, then sends them again unless newer ones replaced them. */
+  constructor(send, { maxInFlight = MAX_IN_FLIGHT } = {}) {
     this.send = send;
+    this.maxInFlight = maxInFlight;
   }
 
   reset() {
@@ -102,54 +127,87 @@ export class SampleQueue {
     this.#generation++;
     clearTimeout(this.#pause);
     this.#pause = null;
+    clearTimeout(this.#timer);
+    this.#timer = null;
   }
 
+  /** Queues a sample; answers the `seq` it carries, which the state that answers it (or a
+   *  later one) carries too. */
   push(sample) {
     const entry = { ...sample, seq: ++this.#seq, t: Math.round(performance.now()) };
-    const last = this.#queue[this.#queue.length - 1];
-    if (last && last.phase !== "release" && entry.phase !== "release") {
-      this.#queue[this.#queue.length - 1] = entry;
-    } else {
+    if (entry.phase === "release") {
+      this.#queue = this.#queue.filter((queued) => queued.phase === "release");
       this.#queue.push(entry);
+      this.#sendSoon();
+      return entry.seq;
     }
+    const last = this.#queue[this.#queue.length - 1];
+    if (last && last.phase !== "release") this.#queue[this.#queue.length - 1] = entry;
+    else this.#queue.push(entry);
     this.#schedule();
+    return entry.seq;
   }
 
+  /** The next request: at the end of this task when its turn has come and fewer than
+   *  MAX_IN_FLIGHT are out, else once both hold (an answer coming back frees its slot). */
   #schedule() {
-    if (this.#frameRequested || this.#inFlight || this.#pause || this.#queue.length === 0) return;
-    this.#frameRequested = true;
-    requestAnimationFrame(() => {
-      this.#frameRequested = false;
-      this.#flush();
+    if (this.#timer || this.#pause || this.#queue.length === 0) return;
+    if (this.#queue.some((queued) => queued.phase === "release")) return this.#sendSoon();
+    if (this.#inFlight >= this.maxInFlight) return;
+    const spacing = Math.max(FRAME_MS, this.#roundTrip / this.maxInFlight);
+    const wait = this.#lastSent + spacing - performance.now();
+    if (wait <= 0) return this.#sendSoon();
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      this.#schedule();
+    }, wait);
+  }
+
+  /** At the end of this task, so that what is posted in the same task goes with it: a
+   *  release does not wait for a frame or a free slot. */
+  #sendSoon() {
+    if (this.#urgent || this.#pause) return;
+    this.#urgent = true;
+    queueMicrotask(() => {
+      this.#urgent = false;
+      const urgent = this.#queue.some((queued) => queued.phase === "release");
+      if (urgent || this.#inFlight < this.maxInFlight) this.#flush();
     });
   }
 
   async #flush() {
-    if (this.#inFlight || this.#pause || this.#queue.length === 0) return;
-    const sample = this.#queue.shift();
+    if (this.#pause || this.#queue.length === 0) return;
+    const batch = this.#queue;
+    this.#queue = [];
     const generation = this.#generation;
-    this.#inFlight = true;
+    this.#inFlight++;
+    const sent = performance.now();
+    this.#lastSent = sent;
     try {
-      const wait = await this.send(sample);
+      const wait = await this.send(batch);
+      if (wait == null) this.#roundTrip += ((performance.now() - sent) - this.#roundTrip) / 4;
       if (wait != null && generation === this.#generation) {
-        this.#putBack(sample);
+        this.#putBack(batch);
+        clearTimeout(this.#pause);
         this.#pause = setTimeout(() => {
           this.#pause = null;
           this.#schedule();
         }, wait);
       }
     } finally {
-      this.#inFlight = false;
+      this.#inFlight--;
       this.#schedule();
     }
   }
 
-  /** First in line again, keeping `seq` order: a release always; a drag or scroll sample
-   *  only while it is still the newest position, as `push` would have kept it (nothing
-   *  queued after it, or a release next). */
-  #putBack(sample) {
-    const next = this.#queue[0];
-    if (sample.phase === "release" || !next || next.phase === "release") this.#queue.unshift(sample);
+  /** First in line again: a release always; a drag or scroll sample only while it is still
+   *  the newest position, as `push` would have kept it (nothing queued after it). Every
+   *  queued sample takes a new `seq`, in line order: samples sent meanwhile are newer than
+   *  the ones put back, and the server would ignore those. */
+  #putBack(batch) {
+    const newerPosition = this.#queue.some((queued) => queued.phase !== "release");
+    const kept = batch.filter((sample, index) => sample.phase === "release" || (!newerPosition && index === batch.length - 1));
+    this.#queue = [...kept, ...this.#queue].map((sample) => ({ ...sample, seq: ++this.#seq }));
   }
 }
 
@@ -158,7 +216,15 @@ export class SampleQueue {
  *  `progress`, `items`, `done`, `news`, `reset`, `session` (a new session replaced the old),
  *  `error` (a new session could not be had: detail is the error) and `connection`:
  *  detail "connecting" (a session is being created), "open" (the stream is up) or "lost"
- *  (an attempt failed; it fires for every failed attempt while the page tries again). */
+ *  (an attempt failed; it fires for every failed attempt while the page tries again).
+ *
+ *  A new session comes with the feed's first page, unless it continues the list an earlier
+ *  one showed: its events are then `session` (when it replaces one), `items` (that page,
+ *  with a null `actionId`) and `open`, in this order, so that a list cleared for a session
+ *  that starts over is filled again at once, before the stream even connects.
+ *
+ *  It keeps what the list shows, as the server said (`shows`), from the `items` it hands
+ *  on: a session that replaces a lost one is asked to continue that list. */
 export class RefreshSession extends EventTarget {
   #source = null;
   #lastEventId = null;
@@ -172,19 +238,35 @@ export class RefreshSession extends EventTarget {
   #closed = false;
   /** Aborted by `close()`: ends every wait of a retry loop at once. */
   #stopping = new AbortController();
+  /** The next session opened replaces one: it says so with `session` before its items. */
+  #replaces;
+  /** What the list shows: the feed position its items are up to date with (`head` of the
+   *  last `items` that brought it up to date), the one it started from (the first such
+   *  `head`: paging down stays below it) and its last item's id. */
+  #shows = { head: null, pagedThrough: null, oldest: null };
 
   /** @param {object} options
-   *  @param {() => ({head: number, pagedThrough: number, oldest: string} | null)} [options.shows]  what the page's
-   *  list shows; a session that replaces a lost one is asked to continue it. */
-  constructor({ api = "/api", preset = "default", config, shows = () => null } = {}) {
+   *  @param {{head: number, pagedThrough: number, oldest: string} | null} [options.continues]  the list
+   *  an earlier session showed (its `shows`): the first session is asked to continue it.
+   *  @param {boolean} [options.replaces]  the first session replaces another one the page
+   *  had: it is announced with `session`, as a session replacing a lost one is.
+   *  @param {number} [options.maxInFlight]  sample requests out at once (MAX_IN_FLIGHT). */
+  constructor({ api = "/api", preset = "default", config, continues = null, replaces = false, maxInFlight } = {}) {
     super();
     this.api = api;
     this.preset = preset;
     this.overrides = config;
-    this.shows = shows;
+    if (continues) this.#shows = { ...continues };
+    this.#replaces = replaces;
     this.id = null;
     this.config = null;
-    this.queue = new SampleQueue((sample) => this.#post(sample));
+    this.queue = new SampleQueue((samples) => this.#post(samples), { maxInFlight });
+  }
+
+  /** What the list shows, for a later session to continue; null while it shows nothing the
+   *  server could continue. */
+  get shows() {
+    return this.#shows.head != null && this.#shows.oldest != null ? { ...this.#shows } : null;
   }
 
   /** Creates the session and follows its stream. A busy or unreachable server is asked
@@ -215,8 +297,10 @@ export class RefreshSession extends EventTarget {
     return this.#connection;
   }
 
+  /** Posts a sample (`{y, phase, contentHeight?, viewportHeight?}`); answers its `seq`,
+   *  or null when there is no session to post it to. */
   sample(sample) {
-    if (this.id && !this.#closed) this.queue.push(sample);
+    return this.id && !this.#closed ? this.queue.push(sample) : null;
   }
 
   refresh() {
@@ -232,9 +316,9 @@ export class RefreshSession extends EventTarget {
   }
 
   async #create() {
-    const body = { preset: this.preset };
+    const body = { preset: this.preset, firstPage: true };
     if (this.overrides) body.config = this.overrides;
-    const resume = this.shows();
+    const resume = this.shows;
     if (resume) body.resume = resume;
     this.#report("connecting");
     let backoff = FIRST_BACKOFF_MS;
@@ -267,8 +351,29 @@ export class RefreshSession extends EventTarget {
     this.#resumeBackoff = FIRST_BACKOFF_MS;
     this.#sampleBackoff = FIRST_BACKOFF_MS;
     this.#listen();
+    if (this.#replaces) this.dispatchEvent(new CustomEvent("session", { detail: session }));
+    this.#replaces = false;
+    if (!session.resumed) this.#shows = { head: null, pagedThrough: null, oldest: null };
+    if (session.firstPage) {
+      this.#handOn("items", { actionId: null, op: "append", ...session.firstPage });
+    }
     this.dispatchEvent(new CustomEvent("open", { detail: session }));
     return session;
+  }
+
+  /** An event for the page; what the list shows is noted first. */
+  #handOn(name, detail) {
+    if (name === "items") {
+      const { op, items, head } = detail;
+      if (head != null) {
+        this.#shows.head = head;
+        this.#shows.pagedThrough ??= head;
+      }
+      if (items.length > 0 && (op === "append" || this.#shows.oldest == null)) this.#shows.oldest = items[items.length - 1].id;
+    } else if (name === "reset") {
+      this.#shows = { head: null, pagedThrough: null, oldest: null };
+    }
+    this.dispatchEvent(new CustomEvent(name, { detail }));
   }
 
   /** An action asked for by the user or the page: a busy server is asked once more after
@@ -296,11 +401,15 @@ export class RefreshSession extends EventTarget {
     }
   }
 
-  /** One sample; a number is how long the queue waits before sending it again. */
-  async #post(sample) {
+  /** One request of samples; a number is how long the queue waits before sending them again. */
+  async #post(samples) {
     let reply;
     try {
-      reply = await this.#request("POST", `/sessions/${this.id}/samples`, sample);
+      const body = samples.length === 1 ? samples[0] : { samples };
+      reply = await this.#request("POST", `/sessions/${this.id}/samples`, body);
+      // Read to the end, so that its connection is free again when its slot is (the state
+      // in it comes on the stream too).
+      await reply.arrayBuffer();
     } catch {
       return retryDelay(null, this.#growSampleBackoff());
     }
@@ -356,7 +465,7 @@ export class RefreshSession extends EventTarget {
       source.addEventListener(name, (event) => {
         confirm();
         if (event.lastEventId) this.#lastEventId = event.lastEventId;
-        this.dispatchEvent(new CustomEvent(name, { detail: JSON.parse(event.data) }));
+        this.#handOn(name, JSON.parse(event.data));
       });
     }
     source.addEventListener("open", () => {
@@ -408,8 +517,8 @@ export class RefreshSession extends EventTarget {
     clearTimeout(this.#retryTimer);
     clearTimeout(this.#confirmTimer);
     this.#source?.close();
+    this.#replaces = true;
     this.#replacing = this.open()
-      .then((session) => this.dispatchEvent(new CustomEvent("session", { detail: session })))
       .catch((error) => {
         if (!this.#closed) this.dispatchEvent(new CustomEvent("error", { detail: error }));
       })

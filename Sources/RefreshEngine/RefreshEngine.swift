@@ -186,6 +186,13 @@ public struct RefreshEngine: Sendable {
         }
     }
 
+    /// The page shows the feed's first page, which it was given with its session rather than
+    /// by a load-more: infinite scroll goes on only if the feed has older items. Nothing to
+    /// draw changes, so there is no effect.
+    public mutating func firstPageShown(hasMore: Bool) {
+        paging = hasMore ? .more : .exhausted
+    }
+
     /// Stop the running action of `kind`, if any. The engine forgets it at once, so a new
     /// one can start; the owner reports it `cancelled`.
     public mutating func cancelRequested(_ kind: ActionKind) -> Effects {

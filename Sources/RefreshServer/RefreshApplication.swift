@@ -53,7 +53,7 @@ public enum RefreshApplication {
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: ErrorMiddleware())
         HealthRoutes(feed: feed, listener: store.listener, deadline: .seconds(2)).register(on: router)
-        SessionRoutes(sessions: sessions, feed: feed, configuration: configuration).register(on: router)
+        SessionRoutes(sessions: sessions, feed: feed, streams: streams, configuration: configuration).register(on: router)
         ItemRoutes(feed: feed, news: news, configuration: configuration).register(on: router)
         MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams).register(on: router)
         let serveFile: @Sendable (Request, ServerRequestContext) async throws -> Response = { request, _ in

@@ -114,6 +114,16 @@ import Testing
         #expect(driver.move(to: 0, .scroll, content: 300, viewport: 800).start == nil)
     }
 
+    /// A first page given with the session says whether older items remain, as a load-more
+    /// would have: a short list of a feed that has no more loads nothing by itself.
+    @Test(arguments: [true, false])
+    func aFirstPageShownWithTheSessionSetsPaging(hasMore: Bool) {
+        var driver = Driver(.standard)
+        driver.engine.firstPageShown(hasMore: hasMore)
+        #expect(driver.engine.hasMore == hasMore)
+        #expect((driver.move(to: 0, .scroll, content: 300, viewport: 800).start?.origin == .prefetch) == hasMore)
+    }
+
     @Test func aFailedLoadPausesPrefetchUntilAskedAgain() {
         var driver = Driver(.standard)
         let job = driver.move(to: 0, .scroll, content: 300, viewport: 800).start!

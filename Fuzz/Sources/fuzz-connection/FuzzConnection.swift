@@ -120,7 +120,7 @@ private struct Scenario {
         let streams = StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient)
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: ErrorMiddleware())
-        SessionRoutes(sessions: sessions, feed: feed, configuration: configuration).register(on: router)
+        SessionRoutes(sessions: sessions, feed: feed, streams: streams, configuration: configuration).register(on: router)
         ItemRoutes(feed: feed, news: news, configuration: configuration).register(on: router)
         MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams).register(on: router)
         let serveFile: @Sendable (Request, ServerRequestContext) async throws -> Response = { request, _ in

@@ -64,6 +64,9 @@ struct SessionRequest: Decodable {
     var preset: Preset?
     var config: RefreshConfig.Overrides?
     var resume: ResumeDecoding.Input?
+    /// The feed's first page in the answer, so that a page shows its rows one round trip
+    /// after it asked for its session rather than after a stream and a load-more.
+    var firstPage: Bool?
 
     /// An empty body is `{}`.
     static func decode(_ body: JSONValue?) throws(APIError) -> SessionRequest {

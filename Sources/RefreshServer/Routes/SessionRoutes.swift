@@ -10,6 +10,8 @@ struct SessionRoutes: Sendable {
 
     let sessions: SessionStore
     let feed: any FeedSource
+    /// Asked whether the new session's page could open its stream now.
+    let streams: StreamGate
     let configuration: ServerConfiguration
 
     func register(on router: Router<Context>) {
@@ -30,18 +32,27 @@ struct SessionRoutes: Sendable {
         let body = try await RequestBodyReader.json(request, limit: configuration.maxBodyBytes, allowEmpty: true)
         let config = try ConfigDecoding.decode(body)
         let resume = try ResumeDecoding.decode(body)
+        let wantsFirstPage = try SessionRequest.decode(body).firstPage == true
         // Within the limits first: a client refused a session makes no store reads.
         let session = try sessions.create(config: config, client: context.client)
         var window: Session.Window?
-        if let resume {
-            do {
-                window = try await shownWindow(resume)
-            } catch {
-                _ = sessions.end(session.id)
-                throw error
+        var firstPage: FeedPage?
+        do {
+            if let resume { window = try await shownWindow(resume) }
+            // A list that is not continued starts over, from the newest items: in the answer,
+            // unless the server has no room for the page's stream now. Such a page shows
+            // nothing it could not keep up to date, and a full server reads nothing for it;
+            // its first page comes through its stream once that is taken up, as it would
+            // without `firstPage`.
+            if window == nil, wantsFirstPage, streams.hasRoom(for: context.client) {
+                firstPage = try await feed.older(than: nil, limit: configuration.pageSize)
             }
+        } catch {
+            _ = sessions.end(session.id)
+            throw error
         }
         if let window { session.resume(showing: window) }
+        if let firstPage { session.show(firstPage: firstPage) }
         let events = "/api/sessions/\(session.id)/events"
         return JSONResponse.make(.created, request: request, headers: [.location: "/api/sessions/\(session.id)"]) { json in
             json.beginObject()
@@ -52,6 +63,15 @@ struct SessionRoutes: Sendable {
             json.key("state")
             json.gestureState(session.gestureState)
             if window != nil { json.field("resumed", true) }
+            if let firstPage {
+                json.key("firstPage")
+                json.beginObject()
+                json.key("items")
+                json.items(firstPage.items)
+                json.field("hasMore", firstPage.hasMore)
+                json.field("head", Int(firstPage.head))
+                json.endObject()
+            }
             json.endObject()
         }
     }

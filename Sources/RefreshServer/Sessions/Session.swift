@@ -216,6 +216,17 @@ public final class Session: Sendable {
         }
     }
 
+    /// The page was given the feed's first page with its session, not by a load-more: what
+    /// the feed gains after it is news, paging goes on below it, and infinite scroll only
+    /// while older items remain.
+    func show(firstPage page: FeedPage) {
+        mutate { state in
+            state.window.include(page.items, op: .append, head: page.head)
+            state.engine.firstPageShown(hasMore: page.hasMore)
+            catchUpOnNews(&state)
+        }
+    }
+
     /// The feed's head moved: the page is told, or, live and at rest at the top, given the
     /// new items. Called on an event loop the session has streams on, whose streams then
     /// write at once; a session with nothing to tell wakes none.

@@ -31,6 +31,11 @@ final class StreamGate: Sendable {
         return admitted ? Ticket(gate: self, client: client) : nil
     }
 
+    /// Whether `client` could open one more stream now, without taking a place.
+    func hasRoom(for client: String) -> Bool {
+        counts.withLock { $0.total < maxStreams && $0.perClient[client, default: 0] < maxPerClient }
+    }
+
     var openStreams: Int { counts.withLock { $0.total } }
 
     fileprivate func release(_ client: String) {
