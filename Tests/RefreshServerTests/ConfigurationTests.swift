@@ -282,9 +282,6 @@ import Testing
         Invalid("max-body-bytes 1073741825: must be 1…1073741824") { $0.maxBodyBytes = (1 << 30) + 1 },
         Invalid("max-feed-bytes 9223372036854775807: must be 1…1073741824") { $0.maxFeedBytes = .max },
         Invalid("replay-buffer-bytes 1023: must be at least 1024") { $0.replayBufferBytes = 1023 },
-        Invalid(
-            "max-samples-per-request 301: must not exceed max-samples-per-second (300): a request of that many samples could never pass the rate limit"
-        ) { $0.maxSamplesPerRequest = 301 },
         Invalid("public /nonexistent/Public: no such folder") { $0.publicDirectory = "/nonexistent/Public" },
         Invalid("public /dev/null: is not a folder") { $0.publicDirectory = "/dev/null" },
         Invalid("send-timeout 0: must be more than 0 and at most 31536000 seconds (a year)") { $0.sendTimeout = .zero },
@@ -332,6 +329,20 @@ import Testing
         configuration.trustedProxies = ["10.0.0.0/8", "::1"]
         configuration.feeds = ["https://example.com/feed.xml"]
         try configuration.validate()
+    }
+
+    /// A request may never carry more samples than the rate lets through in a second: the
+    /// limit is derived, so lowering the rate alone starts a server that still takes samples.
+    @Test func samplesPerRequestAreCappedAtOneSecondOfTheRate() throws {
+        var configuration = ServerConfiguration()
+        configuration.maxSamplesPerSecond = 10
+        try configuration.validate()
+        #expect(configuration.samplesPerRequestLimit == 10)
+        configuration.maxSamplesPerRequest = 4
+        #expect(configuration.samplesPerRequestLimit == 4)
+        configuration.maxSamplesPerSecond = 10.9
+        configuration.maxSamplesPerRequest = 64
+        #expect(configuration.samplesPerRequestLimit == 10)
     }
 
     @Test func theLargestRateAndSamplesPerRequestAreValidTogether() throws {

@@ -72,13 +72,8 @@ extension ServerConfiguration {
         .optionalInt("event-loops", \.eventLoops, 1...256, absent: "one per CPU core"),
         .bool("steer-by-client", \.steerByClient),
         .int("max-body-bytes", \.maxBodyBytes, 1...largestBuffer),
-        // The rate first: the samples a request may carry are checked against it.
         .rate("max-samples-per-second", \.maxSamplesPerSecond, 1...1e12),
-        .int("max-samples-per-request", \.maxSamplesPerRequest, 1...Int.max) { configuration in
-            Double(configuration.maxSamplesPerRequest) <= configuration.maxSamplesPerSecond
-                ? nil
-                : "must not exceed max-samples-per-second (\(configuration.maxSamplesPerSecond.shortDescription)): a request of that many samples could never pass the rate limit"
-        },
+        .int("max-samples-per-request", \.maxSamplesPerRequest, 1...Int.max),
         .int("max-sessions", \.maxSessions, 1...Int.max),
         .int("max-sessions-per-client", \.maxSessionsPerClient, 1...Int.max),
         .int("max-streams", \.maxStreams, 1...Int.max),

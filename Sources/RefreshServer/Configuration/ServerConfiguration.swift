@@ -42,6 +42,14 @@ public struct ServerConfiguration: Sendable {
     /// Sustained samples per second per session (429 with Retry-After beyond); a page
     /// posts at most one per frame, so 300 leaves room for 120 Hz screens and bursts.
     public var maxSamplesPerSecond = 300.0
+
+    /// The samples one request may carry: `maxSamplesPerRequest`, but never more than a
+    /// session's rate bucket holds (one second's worth), since a larger request could never
+    /// pass the rate limit. Derived rather than refused at start, so lowering only the rate
+    /// needs no second setting.
+    var samplesPerRequestLimit: Int {
+        min(maxSamplesPerRequest, Int(maxSamplesPerSecond))
+    }
     /// Sessions alive at once (503 with Retry-After beyond).
     public var maxSessions = 20_000
     /// Sessions one client address may hold (429 with Retry-After beyond), so one client

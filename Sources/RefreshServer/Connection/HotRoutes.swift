@@ -69,7 +69,7 @@ final class HotRoutes: Sendable {
         do {
             let session = try sessions.session(id)
             let json = try JSONValue.parseBody(body.map { Array($0.readableBytesView) } ?? [])
-            let samples = try SampleDecoding.decode(json, maxCount: configuration.maxSamplesPerRequest)
+            let samples = try SampleDecoding.decode(json, maxCount: configuration.samplesPerRequestLimit)
             let state = try session.applySamples(samples, now: arrived)
             metrics.sampleRequestAnswered()
             return .state(state)
