@@ -5,6 +5,7 @@
     python3 bench/phone-network.py --smoke     # 150 ms, this page only, one of each; ~1 min
     python3 bench/phone-network.py --rtts 150 --before ""        # only this page, only 150 ms
     python3 bench/phone-network.py --in-flight 1,2,3,4,5,6       # sample requests out at once, at 150 ms
+    python3 bench/phone-network.py --rtts 150 --pulls 20         # the label's lag over twenty pulls
 
 The page runs in headless Chromium (390 × 844, touch) against a server behind
 Tests/support/delay_proxy.py, which delivers every byte a fixed time after it was read,
@@ -240,11 +241,12 @@ def main():
     parser.add_argument("--before", default="fa6543a", help="the revision whose page is 'before' ('' for none)")
     parser.add_argument("--in-flight", default="", help="also sweep MAX_IN_FLIGHT over these counts, at --sweep-rtt")
     parser.add_argument("--sweep-rtt", type=int, default=150)
+    parser.add_argument("--pulls", type=int, default=8, help="pulls past the threshold and back, per page and round trip")
     parser.add_argument("--smoke", action="store_true", help="150 ms, this page, one of each")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
     arguments = parser.parse_args()
     rtts = [150] if arguments.smoke else [int(r) for r in arguments.rtts.split(",") if r]
-    pulls, navigations = (1, 1) if arguments.smoke else (8, 3)
+    pulls, navigations = (1, 1) if arguments.smoke else (arguments.pulls, 3)
     before = "" if arguments.smoke else arguments.before
     stamp = datetime.date.today().isoformat()
     results = {"date": stamp, "command": "python3 bench/phone-network.py " + " ".join(sys.argv[1:]), "pulls": pulls,
