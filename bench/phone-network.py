@@ -130,12 +130,12 @@ def page_at(revision, into):
 
 
 def page_with_in_flight(count, into):
-    """This Public/ with MAX_IN_FLIGHT set to `count`."""
+    """This Public/ with MAX_IN_FLIGHT (the paced sample requests) set to `count`."""
     subprocess.run(["cp", "-r", str(ROOT / "Public"), str(into)], check=True)
     session = into / "Public" / "pull-to-refresh" / "session.js"
     text = session.read_text()
-    assert "export const MAX_IN_FLIGHT = 4;" in text
-    session.write_text(text.replace("export const MAX_IN_FLIGHT = 4;", f"export const MAX_IN_FLIGHT = {count};"))
+    assert "export const MAX_IN_FLIGHT = 3;" in text
+    session.write_text(text.replace("export const MAX_IN_FLIGHT = 3;", f"export const MAX_IN_FLIGHT = {count};"))
     return into / "Public"
 
 
