@@ -12,7 +12,8 @@ Tests/support/delay_proxy.py, which delivers every byte a fixed time after it wa
 both ways. "Before" is the page as it was at a git revision (`--before`, fa6543a by
 default), served by the same server with `--public`. The server is REFRESH_SERVER, else the
 release build if there is one, else the debug build. Every time is taken on the page's own
-clock (Tests/browser/phone.py). Writes bench/results/<date>-phone-network.{json,md,png}.
+clock (Tests/browser/phone.py). Writes bench/results/<date>-phone-network.{json,md,png}
+(`--name` for another name than phone-network).
 """
 
 import argparse
@@ -244,6 +245,7 @@ def main():
     parser.add_argument("--pulls", type=int, default=8, help="pulls past the threshold and back, per page and round trip")
     parser.add_argument("--smoke", action="store_true", help="150 ms, this page, one of each")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    parser.add_argument("--name", default="phone-network", help="the results are <date>-<name>.{json,md,png}")
     arguments = parser.parse_args()
     rtts = [150] if arguments.smoke else [int(r) for r in arguments.rtts.split(",") if r]
     pulls, navigations = (1, 1) if arguments.smoke else (arguments.pulls, 3)
@@ -272,7 +274,7 @@ def main():
         return
     out = pathlib.Path(arguments.out)
     out.mkdir(parents=True, exist_ok=True)
-    name = f"{stamp}-phone-network"
+    name = f"{stamp}-{arguments.name}"
     (out / f"{name}.json").write_text(dumps(results) + "\n")
     report(results, out / f"{name}.md")
     print("report:", out / f"{name}.md")
