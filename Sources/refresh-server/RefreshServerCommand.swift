@@ -288,9 +288,19 @@ struct RefreshServerCommand: AsyncParsableCommand {
 
         let host = configuration.host
         let app = try RefreshApplication.build(configuration: configuration, logger: logger) { port in
-            let shown = host.contains(":") ? "[\(host)]" : host
-            print("refresh-server listening on http://\(shown):\(port)")
-            fflush(nil)
+            let url = "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+            let line = "refresh-server listening on \(url)"
+            // On standard output in either format, whatever the log level: scripts and
+            // service managers wait for it to learn the port.
+            switch format {
+            case .text:
+                print(line)
+                fflush(nil)
+            case .json:
+                JSONLogHandler.writeRecord(
+                    level: .notice, label: "refresh-server", message: line, source: "refresh_server", fields: ["url": .string(url)],
+                    to: STDOUT_FILENO)
+            }
         }
         try await ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
     }
