@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import RefreshServer
@@ -64,5 +65,63 @@ import Testing
         #expect(help.contains("  --config <file>"))
         #expect(help.hasSuffix("  -h, --help              Show help information.\n"))
         #expect(help.split(separator: "\n").allSatisfy { $0.count < 80 })
+    }
+}
+
+/// Every setting is one declaration: its flag, its variable and its file key all come from
+/// its one name, and it says what it does and what its default is, so that a setting added
+/// to the table cannot miss any of them.
+@Suite struct SettingsTableTests {
+    typealias Setting = ServerConfiguration.Setting
+
+    static let help = CommandLineSettings.help(command: "refresh-server", overview: "", discussion: "")
+
+    /// One value of the setting's kind as the command line gives it, and as it is then held.
+    static func argument(for setting: Setting) -> (arguments: [String], value: SettingValue) {
+        switch setting.kind {
+        case .int: ([setting.flag, "7"], .int(7))
+        case .double: ([setting.flag, "7.5"], .double(7.5))
+        case .string: ([setting.flag, "x-7"], .string("x-7"))
+        case .strings: ([setting.flag, "x-7", setting.flag, "y-7"], .strings(["x-7", "y-7"]))
+        case .choice(let words): (["\(setting.flag)=\(words[words.count - 1])"], .string(words[words.count - 1]))
+        case .bool: ([setting.flag], .bool(true))
+        }
+    }
+
+    @Test func theNamesAreUnique() {
+        let keys = CommandLineSettings.table.map(\.key)
+        #expect(Set(keys).count == keys.count, "\(keys)")
+    }
+
+    @Test(arguments: CommandLineSettings.table.map(\.key))
+    func aSettingIsWholeFromOneDeclaration(key: String) async throws {
+        let setting = try #require(CommandLineSettings.table.first { $0.key == key })
+        #expect(key.allSatisfy { $0.isLowercase || $0.isNumber || $0 == "-" } && !key.hasPrefix("-"), "a flag's name")
+        #expect(setting.flag == "--\(key)")
+        #expect(setting.variable == "PTR_" + key.uppercased().replacingOccurrences(of: "-", with: "_"))
+
+        let (arguments, value) = Self.argument(for: setting)
+        #expect(try CommandLineSettings.parse(arguments) == .settings([key: value]), "the flag sets it")
+        if setting.isNegatable {
+            #expect(try CommandLineSettings.parse(["--no-\(key)"]) == .settings([key: .bool(false)]), "--no- unsets it")
+        }
+
+        #expect(setting.help.count > 10 && setting.help.hasSuffix("."), "what it does, as a sentence: \(setting.help)")
+        #expect(setting.kind == .bool ? setting.valueName.isEmpty : !setting.valueName.isEmpty, "what its value is")
+        let described = setting.describe(ServerConfiguration())
+        #expect(key == "config" || !described.isEmpty, "its default, as --help shows it")
+        let line = Self.help.split(separator: "\n").first { $0.hasPrefix("  \(setting.usage)") || $0.hasPrefix("  \(setting.flag)/--no-") }
+        #expect(line != nil, "its --help line")
+        #expect(Self.help.split(whereSeparator: \.isWhitespace).joined(separator: " ").contains("env: \(setting.variable)"), "its variable in --help")
+
+        // Its variable and its file key are read: the set of keys a source knows is the table's.
+        guard key != "config" else { return }
+        let sources = try await ConfigurationSources(environment: [setting.variable: "7"])
+        #expect(sources.unknownVariables.isEmpty, "its variable is a setting's")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("table-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = folder.appendingPathComponent("config.json").path
+        try Data("{\"\(key)\": null}".utf8).write(to: URL(fileURLWithPath: path))
+        _ = try await ConfigurationSources(flags: ["config": .string(path)])
     }
 }
