@@ -77,7 +77,6 @@ let package = Package(
             name: "refresh-server",
             dependencies: [
                 "RefreshServer",
-                server("ArgumentParser", "swift-argument-parser"),
                 server("Logging", "swift-log"),
                 server("ServiceLifecycle", "swift-service-lifecycle"),
             ]
