@@ -48,10 +48,14 @@ let package = Package(
             // embedding the engine alone must name.
             linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
         ),
+        // A leaf utility, not one of the architecture's roles: the JSON toolkit the feed (JSON
+        // Feed) and the server (bodies, events) share.
+        .target(name: "RefreshJSON", dependencies: [server("NIOCore", "swift-nio")]),
         .target(
             name: "RefreshServer",
             dependencies: [
                 "RefreshEngine",
+                "RefreshJSON",
                 server("Hummingbird", "hummingbird"),
                 server("HummingbirdCore", "hummingbird"),
                 server("Logging", "swift-log"),
@@ -97,6 +101,7 @@ let package = Package(
             name: "RefreshServerTests",
             dependencies: [
                 "RefreshServer",
+                "RefreshJSON",
                 server("HummingbirdTesting", "hummingbird"),
                 server("NIOPosix", "swift-nio"),
                 server("NIOEmbedded", "swift-nio"),

@@ -27,6 +27,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "RefreshEngine", swiftSettings: instrumented),
+        .target(
+            name: "RefreshJSON", dependencies: [.product(name: "NIOCore", package: "swift-nio")], swiftSettings: instrumented),
         // The server minus the feed stores on disk and over the network, the upstream
         // fetcher, the listener and the application that wires them: nothing the fuzzed
         // paths reach. Stubs/ stands in for what the rest still names of them.
@@ -34,6 +36,7 @@ let package = Package(
             name: "RefreshServer",
             dependencies: [
                 "RefreshEngine",
+                "RefreshJSON",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -66,15 +69,15 @@ let package = Package(
         // The invariants every target checks, and a reader of HTTP/1.1 responses.
         .target(
             name: "FuzzSupport",
-            dependencies: ["RefreshServer", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["RefreshJSON", "RefreshServer", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: instrumented
         ),
         .executableTarget(
-            name: "fuzz-samples", dependencies: ["FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshServer"],
+            name: "fuzz-samples", dependencies: ["FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshJSON", "RefreshServer"],
             swiftSettings: instrumented, linkerSettings: linked
         ),
         .executableTarget(
-            name: "fuzz-bodies", dependencies: ["FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshServer"],
+            name: "fuzz-bodies", dependencies: ["FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshJSON", "RefreshServer"],
             swiftSettings: instrumented, linkerSettings: linked
         ),
         .executableTarget(

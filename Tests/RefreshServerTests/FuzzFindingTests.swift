@@ -1,3 +1,4 @@
+import RefreshJSON
 import Testing
 
 @testable import RefreshServer

@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import RefreshEngine
+import RefreshJSON
 import Testing
 
 @testable import RefreshServer

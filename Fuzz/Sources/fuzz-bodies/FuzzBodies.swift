@@ -1,6 +1,7 @@
 import Foundation
 import FuzzSupport
 import RefreshEngine
+import RefreshJSON
 
 @testable import RefreshServer
 

@@ -1,3 +1,5 @@
+import RefreshJSON
+
 /// One entry of the list. Titles and summaries are plain text: clients must render them as
 /// text, and the JSON encoder escapes `<`, `>` and `&` as a second guard.
 ///

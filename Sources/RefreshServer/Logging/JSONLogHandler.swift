@@ -1,4 +1,5 @@
 import Logging
+import RefreshJSON
 
 #if canImport(Glibc)
 import Glibc
