@@ -51,10 +51,28 @@ let package = Package(
         // A leaf utility, not one of the architecture's roles: the JSON toolkit the feed (JSON
         // Feed) and the server (bodies, events) share.
         .target(name: "RefreshJSON", dependencies: [server("NIOCore", "swift-nio")]),
+        // Feeds and their items: positions, the stores, upstream fetching. Never the HTTP server,
+        // sessions or events (Tests/adoption/target-edges.sh holds it so).
+        .target(
+            name: "RefreshFeed",
+            dependencies: [
+                "RefreshJSON",
+                server("GRDB", "GRDB.swift"),
+                server("PostgresNIO", "postgres-nio"),
+                server("AsyncHTTPClient", "async-http-client"),
+                server("Logging", "swift-log"),
+                server("NIOCore", "swift-nio"),
+                server("NIOHTTP1", "swift-nio"),
+                server("NIOHTTPCompression", "swift-nio-extras"),
+                server("NIOSSL", "swift-nio-ssl"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "RefreshServer",
             dependencies: [
                 "RefreshEngine",
+                "RefreshFeed",
                 "RefreshJSON",
                 server("Hummingbird", "hummingbird"),
                 server("HummingbirdCore", "hummingbird"),
@@ -101,6 +119,7 @@ let package = Package(
             name: "RefreshServerTests",
             dependencies: [
                 "RefreshServer",
+                "RefreshFeed",
                 "RefreshJSON",
                 server("HummingbirdTesting", "hummingbird"),
                 server("NIOPosix", "swift-nio"),

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 func temporaryDatabase() -> String {

@@ -4,6 +4,7 @@ import PostgresNIO
 import Synchronization
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// What PostgreSQL adds to the feed contract (which `Store.postgres` checks with the other

@@ -9,6 +9,7 @@ import RefreshEngine
 import RefreshJSON
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 @Suite struct JSONTests {

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// An upstream that sends what no feed should: fields of megabytes, `javascript:` links, a

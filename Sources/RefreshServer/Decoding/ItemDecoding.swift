@@ -1,4 +1,5 @@
 import Foundation
+import RefreshFeed
 import RefreshJSON
 
 enum ItemDecoding {

@@ -1,4 +1,5 @@
 import RefreshEngine
+import RefreshFeed
 import RefreshJSON
 
 extension JSONFields where Refusal == APIError {

@@ -1,5 +1,6 @@
 import NIOCore
 import RefreshEngine
+import RefreshFeed
 import RefreshJSON
 
 /// One server-sent event, framed once (`id:`, `event:`, `data:`) and then shared, byte for

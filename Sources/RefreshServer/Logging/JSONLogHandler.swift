@@ -1,4 +1,5 @@
 import Logging
+import RefreshFeed
 import RefreshJSON
 
 #if canImport(Glibc)

@@ -57,12 +57,19 @@ public final class PostgresFeed: FeedSource, Sendable {
     /// Runs the connection pool until the server stops (nothing reaches PostgreSQL without
     /// it), and meanwhile migrates the schema and seeds an empty feed, trying again until
     /// PostgreSQL answers.
-    struct Runner: Service {
+    public struct Runner: Service {
         let feed: PostgresFeed
         let seed: [FeedItem]?
         let logger: Logger
 
-        func run() async throws {
+        /// - Parameter seed: stored when the feed is found empty, once PostgreSQL answers.
+        public init(feed: PostgresFeed, seed: [FeedItem]?, logger: Logger) {
+            self.feed = feed
+            self.seed = seed
+            self.logger = logger
+        }
+
+        public func run() async throws {
             await cancelWhenGracefulShutdown {
                 await withDiscardingTaskGroup { group in
                     group.addTask { await feed.client.run() }
@@ -443,7 +450,7 @@ public final class PostgresFeed: FeedSource, Sendable {
             work.cancel()
             answer.give(
                 .failure(
-                    FeedStoreUnavailable("PostgreSQL did not answer within \(ActionRunner.describe(Self.operationDeadline)) while \(doing)")))
+                    FeedStoreUnavailable("PostgreSQL did not answer within \(Self.operationDeadline.secondsText) while \(doing)")))
         }
         defer { timer.cancel() }
         let outcome = await withTaskCancellationHandler {
@@ -587,7 +594,7 @@ extension PostgresFeed: UpstreamStore {
 }
 
 /// A `postgres://` URL taken apart; errors say what is wrong with it, never echo a password.
-struct PostgresLocation: Equatable {
+public struct PostgresLocation: Equatable {
     /// As libpq reads `sslmode`: `prefer` and `require` encrypt without checking the
     /// server's certificate (Debian's PostgreSQL ships a self-signed one), `verify-full`
     /// checks it and the host name.
@@ -603,27 +610,31 @@ struct PostgresLocation: Equatable {
     var database: String
     var tls: TLSMode
 
-    static func isPostgresURL(_ text: String) -> Bool {
+    public static func isPostgresURL(_ text: String) -> Bool {
         text.hasPrefix("postgres://") || text.hasPrefix("postgresql://")
     }
 
-    init(url text: String) throws {
+    public init(url text: String) throws {
         guard Self.isPostgresURL(text), let url = URLComponents(string: text) else {
-            throw ConfigurationError("database URL must look like postgres://USER[:PASSWORD]@HOST[:PORT]/DB")
+            throw DatabaseLocationError(problem: "database URL must look like postgres://USER[:PASSWORD]@HOST[:PORT]/DB")
         }
         guard let user = url.percentEncodedUser, !user.isEmpty else {
-            throw ConfigurationError("database URL names no user (postgres://USER@HOST/DB)")
+            throw DatabaseLocationError(problem: "database URL names no user (postgres://USER@HOST/DB)")
         }
-        guard let host = url.host, !host.isEmpty else { throw ConfigurationError("database URL names no host (postgres://USER@HOST/DB)") }
+        guard let host = url.host, !host.isEmpty else { throw DatabaseLocationError(problem: "database URL names no host (postgres://USER@HOST/DB)") }
         let database = String(url.percentEncodedPath.drop(while: { $0 == "/" }))
-        guard !database.isEmpty, !database.contains("/") else { throw ConfigurationError("database URL names no database (postgres://USER@HOST/DB)") }
+        guard !database.isEmpty, !database.contains("/") else {
+            throw DatabaseLocationError(problem: "database URL names no database (postgres://USER@HOST/DB)")
+        }
         let port = url.port ?? 5432
-        guard (1...65535).contains(port) else { throw ConfigurationError("database URL port \(port) is not 1…65535") }
+        guard (1...65535).contains(port) else { throw DatabaseLocationError(problem: "database URL port \(port) is not 1…65535") }
         var tls = TLSMode.prefer
         for item in url.queryItems ?? [] {
-            guard item.name == "sslmode" else { throw ConfigurationError("database URL option '\(item.name)' is not known (only sslmode is)") }
+            guard item.name == "sslmode" else {
+                throw DatabaseLocationError(problem: "database URL option '\(item.name)' is not known (only sslmode is)")
+            }
             guard let mode = item.value.flatMap(TLSMode.init(rawValue:)) else {
-                throw ConfigurationError("database URL sslmode must be disable, prefer, require or verify-full")
+                throw DatabaseLocationError(problem: "database URL sslmode must be disable, prefer, require or verify-full")
             }
             tls = mode
         }
