@@ -115,6 +115,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "RefreshEngineTests", dependencies: ["RefreshEngine"]),
+        // The feed tested alone: nothing of the server is built for it.
+        .testTarget(name: "RefreshFeedTests", dependencies: ["RefreshFeed"]),
         .testTarget(
             name: "RefreshServerTests",
             dependencies: [

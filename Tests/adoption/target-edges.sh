@@ -29,6 +29,7 @@ FORBIDDEN = {
     "RefreshFeed": ["RefreshEngine", "RefreshHTTP", "RefreshServer", *HTTP_SERVING, "Metrics", "Prometheus", "Configuration"],
     "RefreshHTTP": ["RefreshFeed", "RefreshServer", "GRDB", "PostgresNIO", "AsyncHTTPClient"],
     "refresh-bench": ["RefreshEngine", "RefreshJSON", "RefreshFeed", "RefreshHTTP", "RefreshServer"],
+    "RefreshFeedTests": ["RefreshEngine", "RefreshHTTP", "RefreshServer", *HTTP_SERVING],
 }
 
 package = json.load(open(sys.argv[1]))
