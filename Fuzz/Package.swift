@@ -38,11 +38,9 @@ let package = Package(
             dependencies: ["RefreshJSON"],
             path: "Sources/FeedSubset",
             exclude: [
-                "RefreshFeed/HeadListener.swift",
-                "RefreshFeed/PostgresFeed.swift",
+                "RefreshFeed/Postgres",
                 "RefreshFeed/SQLiteFeed.swift",
                 "RefreshFeed/SQLiteLocation.swift",
-                "RefreshFeed/UncertainCommit.swift",
                 "RefreshFeed/Upstream",
             ],
             swiftSettings: instrumented
