@@ -6,6 +6,7 @@ import ServiceLifecycle
 import Synchronization
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// Settings layered from flags, environment variables and a file, and the errors that name

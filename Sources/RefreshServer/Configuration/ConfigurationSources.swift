@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import RefreshJSON
 
 /// Where `refresh-server` finds its settings, strongest first: its flags, then environment
 /// variables, then a JSON configuration file (`--config FILE`, or `PTR_CONFIG`), then the

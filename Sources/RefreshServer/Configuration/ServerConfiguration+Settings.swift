@@ -1,4 +1,5 @@
 import Foundation
+import RefreshFeed
 
 /// A setting's value as a source holds it, before it becomes a field of
 /// ``ServerConfiguration``: durations arrive as seconds or milliseconds, lists as lists.

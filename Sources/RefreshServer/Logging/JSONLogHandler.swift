@@ -1,4 +1,6 @@
 import Logging
+import RefreshFeed
+import RefreshJSON
 
 #if canImport(Glibc)
 import Glibc
