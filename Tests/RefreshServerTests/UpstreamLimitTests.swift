@@ -118,7 +118,10 @@ struct HostileUpstream {
                 print("a dripping upstream failed after \(elapsed) with --feed-timeout 2 s")
                 #expect(done["outcome"] as? String == "failed")
                 #expect((done["error"] as? String)?.contains("did not send the whole feed within 2 s") == true, "\(done)")
-                #expect(elapsed < .seconds(3), "within --feed-timeout + 1 s: \(elapsed)")
+                // The message says the feed's own deadline ended it; the bound says it did not wait
+                // for the refresh's (30 s) or the drip's end (a minute), with room for a loaded
+                // machine (it took 3.1 s under a load of 10 on two cores).
+                #expect(elapsed < .seconds(10), "near --feed-timeout, not the refresh's deadline: \(elapsed)")
             }
         }
     }
