@@ -57,7 +57,6 @@ let package = Package(
                 "RefreshServer/Feed/UncertainCommit.swift",
                 "RefreshServer/Feed/Upstream",
                 "RefreshServer/News/HeadListener.swift",
-                "RefreshServer/Routes/HealthRoutes.swift",
                 "RefreshServer/Sessions/SessionMaintenance.swift",
             ],
             swiftSettings: instrumented

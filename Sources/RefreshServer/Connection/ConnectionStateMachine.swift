@@ -537,7 +537,7 @@ struct ConnectionStateMachine<Stream> {
             // than waiting to see whether it sends it anyway.
             return refuse(.bodyTooLarge(limit: limits.maxBodyBytes), head: head, then: summary.expectsContinue ? .close : then)
         }
-        if RequestPolicy.changesState(head.method, uri: head.uri) {
+        if RequestPolicy.changesState(head.method, onAPI: RouteTable.isAPI(head.uri)) {
             guard policy.allowsOrigin(summary.origin, fetchSite: summary.fetchSite, host: summary.host) else {
                 return refuse(.crossOrigin, head: head, then: then)
             }

@@ -99,7 +99,7 @@ final class HotRoutes: Sendable {
             guard head.version.major == 1, head.version.minor >= 1 else { throw APIError.streamNeedsHTTP11 }
             let (session, lastEventID) = try eventStreamRequest(head, session: id)
             if head.method == .HEAD {
-                metrics.requestAnswered(route: RouteTable.Pattern.events, status: 200)
+                metrics.requestAnswered(route: RouteTable.Pattern.events.description, status: 200)
                 return .headOnly(
                     JSONPayload(status: .ok, headers: EventStream.responseFields(gzip: Gzip.accepted(by: head.headers)), body: ByteBuffer()))
             }

@@ -57,15 +57,14 @@ struct RequestPolicy: Sendable {
         return origin
     }
 
-    /// A request the origin and content-type rules hold: a method that changes state, on the API.
-    static func changesState(_ method: HTTPMethod, uri: String) -> Bool {
+    /// A request the origin and content-type rules hold: a method that changes state, on the
+    /// API (as the route table tells it).
+    static func changesState(_ method: HTTPMethod, onAPI: Bool) -> Bool {
         switch method {
-        case .POST, .PUT, .PATCH, .DELETE: uri.utf8.starts(with: apiPrefix)
+        case .POST, .PUT, .PATCH, .DELETE: onAPI
         default: false
         }
     }
-
-    private static let apiPrefix = "/api/".utf8
 
     // MARK: - Host
 
