@@ -2,22 +2,21 @@
 questions the tests ask of the page."""
 
 import contextlib
-import json
 import os
 import pathlib
 import re
 import shutil
-import socket
 import subprocess
+import sys
 import threading
-import urllib.error
-import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "Tests" / "support"))
+from client import free_port, request, request_json  # noqa: E402,F401  (the tests import them from here)
 ARTIFACTS = pathlib.Path(os.environ.get("ARTIFACTS", ROOT / "artifacts"))
 BINARY = os.environ.get("REFRESH_SERVER", str(ROOT / ".build" / "debug" / "refresh-server"))
 
@@ -61,12 +60,6 @@ def running_server(*flags, port=0, database=":memory:", kill=False):
             process.wait(timeout=5)
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def make_driver(width, height, reduced_motion=False, insecure=False, arguments=()):
     """A headless Chromium of that size; `arguments` are more command-line switches."""
     options = webdriver.ChromeOptions()
@@ -87,24 +80,11 @@ def make_driver(width, height, reduced_motion=False, insecure=False, arguments=(
     return driver
 
 
-def call(base, method, path, body=None):
-    """One API request: (status, headers, JSON body or None); a refusal is an answer too."""
-    data = json.dumps(body).encode() if body is not None else None
-    headers = {"Content-Type": "application/json"} if data else {}
-    request = urllib.request.Request(base + path, data=data, headers=headers, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as reply:
-            status, headers, raw = reply.status, reply.headers, reply.read()
-    except urllib.error.HTTPError as refusal:
-        status, headers, raw = refusal.code, refusal.headers, refusal.read()
-    return status, headers, json.loads(raw) if raw else None
-
-
 def publish(base, *titles):
     """Publishes one item per title, in one request; its `201` means every open session
     has its news queued."""
     body = {"title": titles[0]} if len(titles) == 1 else {"items": [{"title": title} for title in titles]}
-    status, _, reply = call(base, "POST", "/api/items", body)
+    status, reply = request_json(base, "POST", "/api/items", body)
     assert status == 201, reply
 
 

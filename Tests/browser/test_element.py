@@ -7,13 +7,12 @@ Streams and sessions are counted by the server: `ptr_open_streams` and `ptr_sess
 
 import re
 import time
-import urllib.request
 
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from harness import (assert_no_console_errors, call, dataset, first_titles, item_count, open_page, publish,
+from harness import (assert_no_console_errors, request, request_json, dataset, first_titles, item_count, open_page, publish,
                      refreshes, running_server, screenshot, wait)
 
 # The default preset's rubber band: the list shows `MAX_PULL · x / (x + MAX_PULL)` of a
@@ -66,8 +65,9 @@ def open_recorded(driver, base, attributes=None):
 
 
 def gauge(base, name):
-    with urllib.request.urlopen(base + "/metrics", timeout=10) as reply:
-        text = reply.read().decode()
+    reply = request(base, "GET", "/metrics")
+    assert reply.status == 200, reply
+    text = reply.body.decode()
     match = re.search(rf"^{name} (\S+)$", text, re.M)
     assert match, f"{name} is not in /metrics"
     return float(match.group(1))
@@ -78,11 +78,11 @@ def streams_and_sessions(base):
 
 
 def session_status(base, session):
-    return call(base, "GET", f"/api/sessions/{session}")[0]
+    return request(base, "GET", f"/api/sessions/{session}").status
 
 
 def server_config(base, session):
-    status, _, body = call(base, "GET", f"/api/sessions/{session}")
+    status, body = request_json(base, "GET", f"/api/sessions/{session}")
     assert status == 200, body
     return body["config"]
 
@@ -193,7 +193,7 @@ def test_moving_the_element_keeps_its_one_session_and_stream(own_server, phone):
     assert dataset(phone, "session") == session
     assert phone.execute_script("return document.getElementById('list').sessionId") == session
     assert streams_and_sessions(own_server) == (1, 1)
-    status, _, body = call(own_server, "GET", f"/api/sessions/{session}")
+    status, body = request_json(own_server, "GET", f"/api/sessions/{session}")
     assert status == 200 and body["openStreams"] == 1
     assert requests(phone, "DELETE", f"/sessions/{session}") == []
     assert len(requests(phone, "POST", "/sessions")) == 1

@@ -10,7 +10,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from harness import (assert_no_console_errors, call, dataset, first_titles, free_port, item_count, make_driver,
+from harness import (assert_no_console_errors, request_json, dataset, first_titles, free_port, item_count, make_driver,
                      open_page, publish, refreshes, running_server, screenshot, wait)
 
 # The default preset loads more when the end of the list comes this close (points).
@@ -261,7 +261,7 @@ def test_items_put_on_top_keep_the_reader_further_down_in_place(server, phone):
 def test_the_page_asks_for_the_mode_in_its_address(server, phone, mode):
     open_page(phone, server, f"?news={mode}")
     session = dataset(phone, "session")
-    status, _, body = call(server, "GET", f"/api/sessions/{session}")
+    status, body = request_json(server, "GET", f"/api/sessions/{session}")
     assert status == 200 and body["config"]["news"] == mode
     assert phone.find_element(By.ID, "news-mode").get_attribute("value") == mode
 

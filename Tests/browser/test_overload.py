@@ -6,22 +6,21 @@ Each test starts a server of its own with the limits it needs."""
 import re
 import socket
 import urllib.parse
-import urllib.request
 
 import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
-from harness import call, dataset, item_count, make_driver, running_server, screenshot
+from harness import request, request_json, dataset, item_count, make_driver, running_server, screenshot
 
 
 def create_session(base):
-    status, _, session = call(base, "POST", "/api/sessions", {"preset": "default"})
+    status, session = request_json(base, "POST", "/api/sessions", {"preset": "default"})
     assert status == 201, session
     return session["id"]
 
 
 def end_session(base, session):
-    status, _, body = call(base, "DELETE", f"/api/sessions/{session}")
+    status, body = request_json(base, "DELETE", f"/api/sessions/{session}")
     assert status == 204, body
 
 
@@ -63,12 +62,12 @@ def read_refused_stream(base, session):
     """An event stream the server has no room for: `200`, a `text/event-stream` body of a
     `retry:` line and no event, and the end of the answer and of the connection."""
     path = f"/api/sessions/{session}/events"
-    request = urllib.request.Request(base + path, headers={"Accept": "text/event-stream"})
     try:
-        with urllib.request.urlopen(request, timeout=5) as reply:
-            assert reply.status == 200
-            assert reply.headers["Content-Type"].startswith("text/event-stream")
-            body = reply.read().decode()  # returns because the answer ends; a held stream times out
+        # `request` returns because the answer ends; a held stream times out.
+        status, headers, body = request(base, "GET", path, headers={"Accept": "text/event-stream"}, timeout=5)
+        assert status == 200
+        assert headers["Content-Type"].startswith("text/event-stream")
+        body = body.decode()
     except TimeoutError:
         pytest.fail("the server held a stream it had no room for instead of answering retry: and closing")
     assert re.search(r"(?m)^retry: \d+$", body), body
@@ -135,7 +134,8 @@ def test_a_page_the_server_has_no_session_for_gets_one_when_there_is_room():
     with running_server("--max-sessions", "1") as base:
         held = create_session(base)
         # What the page meets: a refusal that says when to come back.
-        status, headers, refusal = call(base, "POST", "/api/sessions", {"preset": "default"})
+        reply = request(base, "POST", "/api/sessions", {"preset": "default"})
+        status, headers, refusal = reply.status, reply.headers, reply.json
         assert status == 503, refusal
         retry_after = headers.get("Retry-After", "")
         assert re.fullmatch(r"\d+", retry_after), f"Retry-After: {retry_after!r}"

@@ -1,12 +1,11 @@
 """The page in a real headless Chromium: touch, mouse, wheel and keyboard, drawn from SSE."""
 
 import time
-import urllib.request
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from harness import (assert_no_console_errors, first_titles, make_driver, open_page, publish, refreshes,
+from harness import (assert_no_console_errors, first_titles, make_driver, open_page, publish, refreshes, request,
                      screenshot, wait)
 
 
@@ -154,9 +153,7 @@ def test_the_list_is_an_accessible_feed(server, phone):
 def test_a_forgotten_session_is_replaced_transparently(server, phone):
     open_page(phone, server)
     old = phone.execute_script("return document.getElementById('list').dataset.session")
-    request = urllib.request.Request(f"{server}/api/sessions/{old}", method="DELETE")
-    with urllib.request.urlopen(request) as reply:
-        assert reply.status == 204
+    assert request(server, "DELETE", f"/api/sessions/{old}").status == 204
     wait(phone, lambda d: d.execute_script("return document.getElementById('list').dataset.session") not in (None, old), timeout=15)
     wait(phone, lambda d: d.execute_script("return document.querySelectorAll('.feed .item').length") >= 10)
     # The new session answers gestures like the old one.

@@ -6,9 +6,8 @@ works; labels a client chose are drawn as text."""
 import contextlib
 import http.server
 import threading
-import urllib.request
 
-from harness import (assert_no_console_errors, call, first_titles, free_port, make_driver, open_page, publish,
+from harness import (assert_no_console_errors, request, request_json, first_titles, free_port, make_driver, open_page, publish,
                      refreshes, running_server, screenshot, wait)
 from test_page import label, touch, touch_drag
 
@@ -57,14 +56,14 @@ def run(driver, script, *arguments):
 
 
 def titles(base):
-    status, _, page = call(base, "GET", "/api/items?limit=200")
+    status, page = request_json(base, "GET", "/api/items?limit=200")
     assert status == 200
     return [item["title"] for item in page["items"]]
 
 
 def refused_count(base, status):
     """Requests to /api/items answered with `status`, from the server's own metrics."""
-    text = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
+    text = request(base, "GET", "/metrics").body.decode()
     total = 0
     for line in text.splitlines():
         if line.startswith("ptr_http_requests_total") and 'route="/api/items"' in line and f'status="{status}"' in line:
@@ -73,7 +72,8 @@ def refused_count(base, status):
 
 
 def test_the_page_works_under_its_csp_without_a_violation(server, phone):
-    headers = urllib.request.urlopen(server + "/", timeout=10).headers
+    status, headers, _ = request(server, "GET", "/")
+    assert status == 200
     policy = headers["Content-Security-Policy"]
     assert "default-src 'self'" in policy and "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
     assert "unsafe" not in policy
@@ -100,7 +100,7 @@ def test_the_page_works_under_its_csp_without_a_violation(server, phone):
 
 
 def test_a_page_of_another_site_cannot_publish_nor_drive_a_session(server):
-    status, _, session = call(server, "POST", "/api/sessions", {})
+    status, session = request_json(server, "POST", "/api/sessions", {})
     assert status == 201
     before = refused_count(server, 403)
     driver = make_driver(800, 600)
@@ -127,7 +127,7 @@ def test_a_page_of_another_site_cannot_publish_nor_drive_a_session(server):
         assert outcome == ["opaque", "blocked"], outcome
         assert "Overwritten by another site" not in titles(server)
         assert refused_count(server, 403) >= before + 1, "the text/plain publish was answered 403 cross_origin"
-        status, _, state = call(server, "GET", f"/api/sessions/{session['id']}")
+        status, state = request_json(server, "GET", f"/api/sessions/{session['id']}")
         assert status == 200, "the session was not ended by another site"
         assert state["state"]["phase"] == "idle", "no refresh was started by another site"
     finally:

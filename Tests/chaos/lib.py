@@ -25,6 +25,8 @@ import time
 import zlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "Tests" / "support"))
+from client import SSEParser, free_port, request, request_json  # noqa: E402,F401  (the scenarios import them from here)
 ARTIFACTS = pathlib.Path(os.environ.get("ARTIFACTS", ROOT / "artifacts")) / "chaos"
 # run.sh starts a fresh file per run; a scenario run alone appends to it.
 RESULTS = pathlib.Path(os.environ.get("CHAOS_RESULTS", ARTIFACTS / "results.jsonl"))
@@ -96,12 +98,6 @@ def _record(row):
 
 
 # ---------------------------------------------------------------- the server process
-
-def free_port(host="127.0.0.1"):
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
-
 
 class Server:
     """One refresh-server process. `start()` again after `kill()` or `stop()` runs it on the
@@ -235,34 +231,6 @@ def postgres():
 
 # ---------------------------------------------------------------- HTTP
 
-def request(server, method, path, body=None, headers=None, timeout=10):
-    """One request on a connection of its own: (status, headers dict (lower-case names),
-    body bytes). A dict or list body is sent as JSON."""
-    base = server.base if isinstance(server, Server) else server
-    host, port = re.match(r"https?://([^:/]+):(\d+)", base).groups()
-    connection = http.client.HTTPConnection(host, int(port), timeout=timeout)
-    try:
-        headers = dict(headers or {})
-        if isinstance(body, (dict, list)):
-            body = json.dumps(body).encode()
-            headers.setdefault("Content-Type", "application/json")
-        elif isinstance(body, str):
-            body = body.encode()
-        connection.request(method, path, body=body, headers=headers)
-        response = connection.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-    finally:
-        connection.close()
-
-
-def request_json(server, method, path, body=None, headers=None, timeout=10):
-    status, _, data = request(server, method, path, body, headers, timeout)
-    try:
-        return status, json.loads(data) if data else None
-    except ValueError:
-        return status, data
-
-
 def raw(host, port, data, timeout=5, read_all=True):
     """Sends raw bytes on a fresh connection; returns what came back before the server
     closed it or `timeout` passed."""
@@ -288,31 +256,6 @@ def raw(host, port, data, timeout=5, read_all=True):
 def status_of(response_bytes):
     match = re.match(rb"HTTP/1\.[01] (\d{3})", response_bytes)
     return int(match.group(1)) if match else None
-
-
-def parse_sse(text):
-    """The events in an SSE text: a list of dicts with id, event, data (parsed JSON when it
-    is), and retry, as the SSE specification frames them."""
-    events = []
-    current = {}
-    for line in text.replace("\r\n", "\n").split("\n"):
-        if line == "":
-            if current:
-                if "data" in current:
-                    with contextlib.suppress(ValueError):
-                        current["data"] = json.loads(current["data"])
-                events.append(current)
-            current = {}
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if name == "data":
-            current["data"] = current["data"] + "\n" + value if "data" in current else value
-        elif name in ("id", "event", "retry"):
-            current[name] = value
-    return events
 
 
 # ---------------------------------------------------------------- many clients at once (asyncio)
@@ -528,13 +471,13 @@ class EventStream:
         self.headers = {}
         self.events = []
         self.retry = None
-        self.comments = []
+        self._sse = SSEParser()
+        self.comments = self._sse.comments
         self.ended = False
         self.eof = False
         self.error = None
         self.received_bytes = 0
         self._gunzip = None
-        self._text = ""
         self._body_seen = 0
         self._closing = False
 
@@ -626,33 +569,17 @@ class EventStream:
             self.ended = self._gunzip is None or self._gunzip.eof
 
     def _parse(self, text):
-        self._text += text.replace("\r\n", "\n")
         now = time.monotonic()
-        while True:
-            end = self._text.find("\n\n")
-            if end < 0:
-                return
-            block, self._text = self._text[:end], self._text[end + 2:]
-            event = {}
-            for line in block.split("\n"):
-                if line.startswith(":"):
-                    self.comments.append(line[1:].strip())
-                    continue
-                name, _, value = line.partition(":")
-                value = value[1:] if value.startswith(" ") else value
-                if name == "data":
-                    event["data"] = event["data"] + "\n" + value if "data" in event else value
-                elif name == "id":
-                    event["id"] = int(value) if value.isdigit() else value
-                elif name == "event":
-                    event["event"] = value
-                elif name == "retry" and value.isdigit():
-                    self.retry = int(value)
+        for event in self._sse.feed(text):
+            retry = event.pop("retry", None)
+            if retry is not None and retry.isdigit():
+                self.retry = int(retry)
             if "data" in event:
+                if "id" in event and event["id"].isdigit():
+                    event["id"] = int(event["id"])
                 with contextlib.suppress(ValueError):
                     event["data"] = json.loads(event["data"])
                 event["at"] = now
-                event["bytes"] = len(block) + 2
                 if self.first_id is None and isinstance(event.get("id"), int):
                     self.first_id = event["id"]
                 if self.compact and event.get("event") == "state":

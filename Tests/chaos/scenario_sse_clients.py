@@ -28,7 +28,7 @@ import time
 
 import sseclient
 
-from lib import ROOT, Server, check, figure, finish, pick, request_json
+from lib import ROOT, Server, SSEParser, check, figure, finish, pick, request_json
 
 sys.path.insert(0, str(ROOT / "Tests" / "browser"))
 
@@ -106,6 +106,7 @@ class Truth(threading.Thread):
     def __init__(self, server, session):
         super().__init__(daemon=True)
         self.server, self.session, self.events = server, session, []
+        self._sse = SSEParser()
 
     def run(self):
         with socket.create_connection(("127.0.0.1", self.server.port)) as connection:
@@ -132,16 +133,9 @@ class Truth(threading.Thread):
                     buffer = rest[size + 2:]
 
     def _parse(self, text):
-        self._pending = getattr(self, "_pending", "") + text
-        while "\n\n" in self._pending:
-            block, self._pending = self._pending.split("\n\n", 1)
-            fields = {}
-            for line in block.split("\n"):
-                if line and not line.startswith(":"):
-                    key, _, value = line.partition(":")
-                    fields[key] = value[1:] if value.startswith(" ") else value
-            if "id" in fields and "event" in fields:
-                self.events.append((int(fields["id"]), fields["event"], json.loads(fields.get("data") or "null")))
+        for event in self._sse.feed(text):
+            if "id" in event and "event" in event:
+                self.events.append((int(event["id"]), event["event"], json.loads(event.get("data") or "null")))
 
 
 class PythonClient(threading.Thread):

@@ -25,6 +25,9 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "Tests", "support"))
+import client  # noqa: E402
+from client import SSEParser  # noqa: E402
 NEWS_WITHIN = 1.0  # seconds from a publish to its news on every session
 GONE_BODY = {"error": "session_not_found", "message": "The instance holding this session is gone; start a new session."}
 
@@ -88,16 +91,9 @@ class Cluster:
 def request(connection, method, path, body=None):
     """(status, decoded JSON or None, seconds taken) on a fresh or kept-alive connection."""
     started = time.monotonic()
-    data = json.dumps(body).encode() if body is not None else None
-    headers = {"Content-Type": "application/json"} if data is not None else {}
-    connection.request(method, path, body=data, headers=headers)
-    response = connection.getresponse()
-    raw = response.read()
-    try:
-        decoded = json.loads(raw) if raw else None
-    except ValueError:
-        decoded = None
-    return response.status, decoded, time.monotonic() - started
+    reply = client.request(connection, method, path, body)
+    decoded = None if isinstance(reply.json, bytes) else reply.json
+    return reply.status, decoded, time.monotonic() - started
 
 
 def once(connection_factory, method, path, body=None):
@@ -135,17 +131,11 @@ class Stream(threading.Thread):
             with changed:
                 self.status = response.status
                 changed.notify_all()
-            fields = {}
+            events = SSEParser()
             while line := response.readline():
-                line = line.decode().rstrip("\r\n")
-                if line:
-                    if not line.startswith(":"):
-                        key, _, value = line.partition(":")
-                        fields[key] = value[1:] if value.startswith(" ") else value
-                    continue
-                if "event" in fields:
-                    self.received(fields["event"], json.loads(fields.get("data") or "null"))
-                fields = {}
+                for event in events.feed(line.decode()):
+                    if "event" in event:
+                        self.received(event["event"], json.loads(event.get("data") or "null"))
         except (OSError, http.client.HTTPException, ValueError):
             pass
         finally:

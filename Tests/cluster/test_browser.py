@@ -4,7 +4,6 @@ over HTTP/2, and a page whose instance is killed.
 Run by Tests/cluster/run.sh against the cluster it brings up: PTR_FRONT is the front's
 URL, PTR_CLUSTER_DIR the cluster's folder (its instances' pid files)."""
 
-import json
 import os
 import pathlib
 import signal
@@ -12,14 +11,13 @@ import ssl
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "Tests" / "browser"))
 
-from harness import make_driver, screenshot, wait  # noqa: E402
+from harness import make_driver, request_json, screenshot, wait  # noqa: E402
 
 FRONT = os.environ.get("PTR_FRONT")
 DIR = pathlib.Path(os.environ.get("PTR_CLUSTER_DIR", "/tmp/ptr-cluster"))
@@ -32,24 +30,13 @@ INSECURE.check_hostname = False
 INSECURE.verify_mode = ssl.CERT_NONE
 
 
-def call(method, path, body=None, base=None):
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request((base or FRONT) + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"} if data else {})
-    try:
-        with urllib.request.urlopen(request, timeout=10, context=INSECURE) as reply:
-            return reply.status, json.loads(reply.read() or b"null")
-    except urllib.error.HTTPError as refusal:
-        return refusal.code, json.loads(refusal.read() or b"null")
-
-
 def publish(*titles):
     """Publishes through the front, trying again while it answers 503 (an instance that
     died is noticed by the front on the first request it fails)."""
     body = {"items": [{"id": f"{title}-{time.time_ns()}", "title": title} for title in titles]}
     deadline = time.monotonic() + 15
     while True:
-        status, reply = call("POST", "/api/items", body)
+        status, reply = request_json(FRONT, "POST", "/api/items", body, context=INSECURE)
         if status == 201 or time.monotonic() > deadline:
             assert status == 201, reply
             return

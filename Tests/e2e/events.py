@@ -16,6 +16,8 @@ import jsonschema
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "Tests" / "support"))
+from client import SSEParser  # noqa: E402
 document = yaml.safe_load(open(ROOT / "Public" / "openapi.yaml"))
 schema = {"$ref": "#/components/schemas/StreamEvent", "components": document["components"]}
 validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
@@ -34,20 +36,8 @@ described = set(branches)
 
 
 def parse(text):
-    """Events as the SSE specification frames them; `data` lines joined by newlines."""
-    event = {}
-    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        if line == "":
-            if "data" in event:
-                yield event
-            event = {}
-        elif not line.startswith(":"):
-            name, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if name == "data":
-                event["data"] = event["data"] + "\n" + value if "data" in event else value
-            elif name in ("id", "event"):
-                event[name] = value
+    """The events of one stream, as the SSE specification frames them."""
+    return [block for block in SSEParser().feed(text) if "data" in block]
 
 
 seen = collections.Counter()
