@@ -98,6 +98,14 @@ import Testing
             return text + (try await written())
         }
 
+        /// The client stops reading: the socket fills, and the channel says so, as NIO does.
+        func stopReading() async throws {
+            channel.isWritable = false
+            try await channel.testingEventLoop.executeInContext { [channel] in
+                channel.pipeline.syncOperations.fireChannelWritabilityChanged()
+            }
+        }
+
         func fire(_ event: Any & Sendable) async throws {
             try await channel.testingEventLoop.executeInContext { [channel] in
                 channel.pipeline.syncOperations.fireUserInboundEventTriggered(event)
@@ -433,7 +441,7 @@ import Testing
     @Test func nothingMoreIsReadWhileTheClientLeavesAnswersUnread() async throws {
         let connection = try await Connection()
         let session = try connection.session()
-        connection.channel.isWritable = false
+        try await connection.stopReading()
         try await connection.send(Self.post("/api/sessions/\(session.id)/samples", #"{"seq":1,"y":-30}"#))
         let before = connection.reads.reads
         try await connection.channel.testingEventLoop.executeInContext { [channel = connection.channel] in
@@ -607,7 +615,7 @@ import Testing
         let session = try connection.session()
         try await connection.send(Self.get("/api/sessions/\(session.id)/events"))
         _ = try await connection.written()
-        connection.channel.isWritable = false
+        try await connection.stopReading()
         _ = try session.applySamples([Sample(seq: 1, t: 0, y: -20, phase: .drag)], now: .now)
         _ = try session.applySamples([Sample(seq: 2, t: 16, y: -40, phase: .drag)], now: .now)
         await connection.channel.testingEventLoop.run()
@@ -648,7 +656,7 @@ import Testing
         let session = try connection.session()
         try await connection.send(Self.get("/api/sessions/\(session.id)/events"))
         _ = try await connection.written()
-        connection.channel.isWritable = false
+        try await connection.stopReading()
         _ = try session.applySamples([Sample(seq: 1, t: 0, y: -20, phase: .drag)], now: .now)
         await connection.channel.testingEventLoop.run()
         await connection.channel.testingEventLoop.advanceTime(by: .seconds(121))

@@ -92,7 +92,7 @@ final class HotRoutes: Sendable {
 
     /// Opens the stream of a `GET …/events`, within the limits on open streams.
     func openStream(
-        _ head: HTTPRequestHead, session id: String, listener: any EventListener, channel: any Channel
+        _ head: HTTPRequestHead, session id: String, cors: String?, listener: any EventListener, channel: any Channel
     ) -> StreamOpening {
         do {
             // A stream is an endless chunked body; HTTP/1.0 has no chunks.
@@ -116,7 +116,7 @@ final class HotRoutes: Sendable {
             metrics.streamOpened()
             var bytes = channel.allocator.buffer(capacity: 256 + opening.readableBytes)
             ResponseHead.write(
-                status: response.status, fields: response.headerFields, connection: .none, cors: policy.corsOrigin(of: head), into: &bytes)
+                status: response.status, fields: response.headerFields, connection: .none, cors: cors, into: &bytes)
             bytes.writeImmutableBuffer(opening)
             return .opened(stream, bytes)
         } catch {

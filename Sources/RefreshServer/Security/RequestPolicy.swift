@@ -145,13 +145,6 @@ struct RequestPolicy: Sendable {
         return corsOrigins.first { Self.equalIgnoringCase($0.utf8[...], origin.utf8[...]) }
     }
 
-    /// The `--cors-origin` entry the request comes from, for its answer's
-    /// `Access-Control-Allow-Origin`; without `--cors-origin`, no header is even looked at.
-    func corsOrigin(of head: HTTPRequestHead) -> String? {
-        guard !corsOrigins.isEmpty else { return nil }
-        return corsOrigin(head.headers.first(name: "origin"))
-    }
-
     /// Whether a state-changing request may go on, from its `Origin`, `Sec-Fetch-Site` and
     /// `Host` values: its own origin, a `--cors-origin`, or no browser's word at all.
     func allowsOrigin(_ origin: String?, fetchSite: String?, host: String?) -> Bool {
