@@ -363,15 +363,27 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    /// Writes what the stream has, batch by batch while the socket takes it; what is left
+    /// waits in the session's log until the socket is writable again.
     private func writeEvents(_ reason: Wakeup.Reason, replay: inout ReplayCache, context: ChannelHandlerContext) {
-        let chunk: ByteBuffer?
-        do {
-            chunk = try machine.withStream { stream in try stream.woken(reason, replay: &replay) } ?? nil
-        } catch {
-            return run(machine.streamFailed(), context: context)
+        var reason = reason
+        while true {
+            let batch: EventStream.Batch?
+            do {
+                batch = try machine.withStream { stream in try stream.woken(reason, replay: &replay) } ?? nil
+            } catch {
+                return run(machine.streamFailed(), context: context)
+            }
+            if let batch {
+                for part in batch.parts { context.write(wrapOutboundOut(part), promise: nil) }
+                context.flush()
+            }
+            if let arrived = replay.takeSampleArrival() { routes.metrics.sampleWritten(arrived: arrived) }
+            guard batch?.more == true else { return }
+            reason = .news
+            // The socket may have filled with this batch: then the stream waits for it.
+            guard case .writeEvents = machine.streamWoken(sessionEnded: false) else { return armDeadline(context: context) }
         }
-        if let chunk { context.writeAndFlush(wrapOutboundOut(chunk), promise: nil) }
-        if let arrived = replay.takeSampleArrival() { routes.metrics.sampleWritten(arrived: arrived) }
     }
 }
 
