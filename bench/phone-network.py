@@ -5,13 +5,15 @@
     python3 bench/phone-network.py --smoke     # 150 ms, this page only, one of each; ~1 min
     python3 bench/phone-network.py --rtts 150 --before ""        # only this page, only 150 ms
     python3 bench/phone-network.py --in-flight 1,2,3,4,5,6       # sample requests out at once, at 150 ms
+    python3 bench/phone-network.py --rtts 150 --pulls 20         # the label's lag over twenty pulls
 
 The page runs in headless Chromium (390 × 844, touch) against a server behind
 Tests/support/delay_proxy.py, which delivers every byte a fixed time after it was read,
 both ways. "Before" is the page as it was at a git revision (`--before`, fa6543a by
 default), served by the same server with `--public`. The server is REFRESH_SERVER, else the
 release build if there is one, else the debug build. Every time is taken on the page's own
-clock (Tests/browser/phone.py). Writes bench/results/<date>-phone-network.{json,md,png}.
+clock (Tests/browser/phone.py). Writes bench/results/<date>-phone-network.{json,md,png}
+(`--name` for another name than phone-network).
 """
 
 import argparse
@@ -129,12 +131,12 @@ def page_at(revision, into):
 
 
 def page_with_in_flight(count, into):
-    """This Public/ with MAX_IN_FLIGHT set to `count`."""
+    """This Public/ with MAX_IN_FLIGHT (the paced sample requests) set to `count`."""
     subprocess.run(["cp", "-r", str(ROOT / "Public"), str(into)], check=True)
     session = into / "Public" / "pull-to-refresh" / "session.js"
     text = session.read_text()
-    assert "export const MAX_IN_FLIGHT = 4;" in text
-    session.write_text(text.replace("export const MAX_IN_FLIGHT = 4;", f"export const MAX_IN_FLIGHT = {count};"))
+    assert "export const MAX_IN_FLIGHT = 3;" in text
+    session.write_text(text.replace("export const MAX_IN_FLIGHT = 3;", f"export const MAX_IN_FLIGHT = {count};"))
     return into / "Public"
 
 
@@ -240,11 +242,13 @@ def main():
     parser.add_argument("--before", default="fa6543a", help="the revision whose page is 'before' ('' for none)")
     parser.add_argument("--in-flight", default="", help="also sweep MAX_IN_FLIGHT over these counts, at --sweep-rtt")
     parser.add_argument("--sweep-rtt", type=int, default=150)
+    parser.add_argument("--pulls", type=int, default=8, help="pulls past the threshold and back, per page and round trip")
     parser.add_argument("--smoke", action="store_true", help="150 ms, this page, one of each")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    parser.add_argument("--name", default="phone-network", help="the results are <date>-<name>.{json,md,png}")
     arguments = parser.parse_args()
     rtts = [150] if arguments.smoke else [int(r) for r in arguments.rtts.split(",") if r]
-    pulls, navigations = (1, 1) if arguments.smoke else (8, 3)
+    pulls, navigations = (1, 1) if arguments.smoke else (arguments.pulls, 3)
     before = "" if arguments.smoke else arguments.before
     stamp = datetime.date.today().isoformat()
     results = {"date": stamp, "command": "python3 bench/phone-network.py " + " ".join(sys.argv[1:]), "pulls": pulls,
@@ -270,7 +274,7 @@ def main():
         return
     out = pathlib.Path(arguments.out)
     out.mkdir(parents=True, exist_ok=True)
-    name = f"{stamp}-phone-network"
+    name = f"{stamp}-{arguments.name}"
     (out / f"{name}.json").write_text(dumps(results) + "\n")
     report(results, out / f"{name}.md")
     print("report:", out / f"{name}.md")

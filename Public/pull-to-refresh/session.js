@@ -76,11 +76,49 @@ export class RequestError extends Error {
   }
 }
 
-/** How many sample requests may be out at once. Over HTTP/1.1 a page has six connections
- *  to an origin and the event stream holds one of them: four samples leave one for the
- *  release, which goes out at once whatever is in flight, so no sample ever waits in the
- *  browser's own queue for a connection (README, "On a slow network"). */
-export const MAX_IN_FLIGHT = 4;
+/** How many sample requests may be out at once, paced (see SampleQueue). Over HTTP/1.1 a
+ *  page has six connections to an origin and the event stream holds one: three paced
+ *  samples leave one for a sample that crosses a threshold and one for the release, which
+ *  both go out at once, so none of them ever waits in the browser's own queue for a
+ *  connection (README, "On a slow network"). */
+export const MAX_IN_FLIGHT = 3;
+
+/** Which side of a threshold a position is on, as the server will judge it from the
+ *  session's config: the sample that lands on the other side of one than the sample before
+ *  it is the one whose answer changes the label (or, with the `cross` trigger, starts the
+ *  action), so it is the one sample worth sending without waiting for its turn. This
+ *  decides only when a sample goes out: what the page shows is still the server's answer,
+ *  and a wrong guess here costs a request sent early, nothing else. */
+export class ThresholdWatch {
+  #config;
+  #baseline = null;
+  #contentHeight = null;
+  #viewportHeight = null;
+  #side = "under";
+
+  /** @param {object} config  the session's config, as the server answered it */
+  constructor(config) {
+    this.#config = config ?? {};
+  }
+
+  /** Whether `sample` is past a threshold the sample before it was not past, or back under
+   *  one it was past; every sample is noted, the release too. */
+  crosses(sample) {
+    const { top, bottom, baseline } = this.#config;
+    // As the server does: with `firstSample`, the rest position is the first offset it saw.
+    this.#baseline ??= baseline === "firstSample" ? sample.y : 0;
+    this.#contentHeight = sample.contentHeight ?? this.#contentHeight;
+    this.#viewportHeight = sample.viewportHeight ?? this.#viewportHeight;
+    const offset = sample.y - this.#baseline;
+    const maxY = this.#contentHeight != null && this.#viewportHeight != null ? this.#contentHeight - this.#viewportHeight : 0;
+    let side = "under";
+    if (top?.enabled && -offset >= top.threshold) side = "top";
+    else if (bottom?.enabled && maxY > 0 && offset - maxY >= bottom.threshold) side = "bottom";
+    const crossed = side !== this.#side;
+    this.#side = side;
+    return crossed;
+  }
+}
 
 /** One frame at 60 Hz: samples go out no more often than the screen changes. */
 const FRAME_MS = 1000 / 60;
@@ -93,6 +131,11 @@ const FRAME_MS = 1000 / 60;
  *  most of a round trip). The server applies samples by `seq` and ignores one older than
  *  what it has, so requests may overtake each other on their way.
  *
+ *  A sample that crosses a threshold (`crosses` says which) does not wait for its turn: it
+ *  goes out at once in a slot of its own beside the paced ones, or, while that one is still
+ *  out, in the next paced slot free, so that the label it changes is one round trip away
+ *  from the crossing on screen, not that plus a wait.
+ *
  *  A newer drag or scroll sample replaces a queued one. A release replaces every queued
  *  position (it carries its own offset) and goes out at once, with whatever is posted in the
  *  same task (where the list rests after it) in the same request; it is never dropped, not
@@ -100,7 +143,12 @@ const FRAME_MS = 1000 / 60;
  *  long as the server asked. */
 export class SampleQueue {
   #queue = [];
-  #inFlight = 0;
+  /** Paced requests out, and whether the crossing's own slot is taken (a release takes
+   *  none: it always goes). */
+  #paced = 0;
+  #crossingOut = false;
+  /** A sample that crosses a threshold is queued: the next request goes without its turn. */
+  #hurry = false;
   /** When the last request went out, and the timer for the next when it is too soon. */
   #lastSent = -Infinity;
   #timer = null;
@@ -115,15 +163,21 @@ export class SampleQueue {
 
   /** @param {(samples: object[]) => Promise<number|undefined>} send  posts one request;
    *  resolves to a number of milliseconds when the server could not take the samples now:
-   *  the queue waits that long, then sends them again unless newer ones replaced them. */
-  constructor(send, { maxInFlight = MAX_IN_FLIGHT } = {}) {
+   *  the queue waits that long, then sends them again unless newer ones replaced them.
+   *  @param {object} [options]
+   *  @param {number} [options.maxInFlight]  paced requests out at once (MAX_IN_FLIGHT)
+   *  @param {(sample: object) => boolean} [options.crosses]  told of every sample pushed, in
+   *  order: whether it crosses a threshold (a ThresholdWatch's `crosses`). */
+  constructor(send, { maxInFlight = MAX_IN_FLIGHT, crosses = () => false } = {}) {
     this.send = send;
     this.maxInFlight = maxInFlight;
+    this.crosses = crosses;
   }
 
   reset() {
     this.#queue = [];
     this.#seq = 0;
+    this.#hurry = false;
     this.#generation++;
     clearTimeout(this.#pause);
     this.#pause = null;
@@ -135,6 +189,7 @@ export class SampleQueue {
    *  later one) carries too. */
   push(sample) {
     const entry = { ...sample, seq: ++this.#seq, t: Math.round(performance.now()) };
+    const crosses = this.crosses(sample);
     if (entry.phase === "release") {
       this.#queue = this.#queue.filter((queued) => queued.phase === "release");
       this.#queue.push(entry);
@@ -144,16 +199,27 @@ export class SampleQueue {
     const last = this.#queue[this.#queue.length - 1];
     if (last && last.phase !== "release") this.#queue[this.#queue.length - 1] = entry;
     else this.#queue.push(entry);
+    if (crosses) this.#hurry = true;
     this.#schedule();
     return entry.seq;
   }
 
-  /** The next request: at the end of this task when its turn has come and fewer than
-   *  MAX_IN_FLIGHT are out, else once both hold (an answer coming back frees its slot). */
+  /** The slot the queue's next request may take now, if any: a release's, the crossing's,
+   *  or a paced one (whose turn may still have to come). */
+  #slot() {
+    if (this.#queue.some((queued) => queued.phase === "release")) return "release";
+    if (this.#hurry && !this.#crossingOut) return "crossing";
+    return this.#paced < this.maxInFlight ? "paced" : null;
+  }
+
+  /** The next request: at the end of this task when a slot is free and, for a paced one,
+   *  its turn has come; else once both hold (an answer coming back frees its slot). */
   #schedule() {
-    if (this.#timer || this.#pause || this.#queue.length === 0) return;
-    if (this.#queue.some((queued) => queued.phase === "release")) return this.#sendSoon();
-    if (this.#inFlight >= this.maxInFlight) return;
+    if (this.#pause || this.#queue.length === 0) return;
+    const slot = this.#slot();
+    if (slot === null) return;
+    if (slot !== "paced" || this.#hurry) return this.#sendSoon();
+    if (this.#timer) return;
     const spacing = Math.max(FRAME_MS, this.#roundTrip / this.maxInFlight);
     const wait = this.#lastSent + spacing - performance.now();
     if (wait <= 0) return this.#sendSoon();
@@ -170,17 +236,19 @@ export class SampleQueue {
     this.#urgent = true;
     queueMicrotask(() => {
       this.#urgent = false;
-      const urgent = this.#queue.some((queued) => queued.phase === "release");
-      if (urgent || this.#inFlight < this.maxInFlight) this.#flush();
+      if (this.#pause || this.#queue.length === 0) return;
+      const slot = this.#slot();
+      if (slot !== null) this.#flush(slot);
     });
   }
 
-  async #flush() {
-    if (this.#pause || this.#queue.length === 0) return;
+  async #flush(slot) {
     const batch = this.#queue;
     this.#queue = [];
+    this.#hurry = false;
     const generation = this.#generation;
-    this.#inFlight++;
+    if (slot === "paced") this.#paced++;
+    if (slot === "crossing") this.#crossingOut = true;
     const sent = performance.now();
     this.#lastSent = sent;
     try {
@@ -195,7 +263,8 @@ export class SampleQueue {
         }, wait);
       }
     } finally {
-      this.#inFlight--;
+      if (slot === "paced") this.#paced--;
+      if (slot === "crossing") this.#crossingOut = false;
       this.#schedule();
     }
   }
@@ -240,6 +309,8 @@ export class RefreshSession extends EventTarget {
   #stopping = new AbortController();
   /** The next session opened replaces one: it says so with `session` before its items. */
   #replaces;
+  /** Which side of its thresholds the last sample was on, for the session's config. */
+  #watch = null;
   /** What the list shows: the feed position its items are up to date with (`head` of the
    *  last `items` that brought it up to date), the one it started from (the first such
    *  `head`: paging down stays below it) and its last item's id. */
@@ -250,7 +321,7 @@ export class RefreshSession extends EventTarget {
    *  an earlier session showed (its `shows`): the first session is asked to continue it.
    *  @param {boolean} [options.replaces]  the first session replaces another one the page
    *  had: it is announced with `session`, as a session replacing a lost one is.
-   *  @param {number} [options.maxInFlight]  sample requests out at once (MAX_IN_FLIGHT). */
+   *  @param {number} [options.maxInFlight]  paced sample requests out at once (MAX_IN_FLIGHT). */
   constructor({ api = "/api", preset = "default", config, continues = null, replaces = false, maxInFlight } = {}) {
     super();
     this.api = api;
@@ -260,7 +331,10 @@ export class RefreshSession extends EventTarget {
     this.#replaces = replaces;
     this.id = null;
     this.config = null;
-    this.queue = new SampleQueue((samples) => this.#post(samples), { maxInFlight });
+    this.queue = new SampleQueue((samples) => this.#post(samples), {
+      maxInFlight,
+      crosses: (sample) => this.#watch?.crosses(sample) ?? false,
+    });
   }
 
   /** What the list shows, for a later session to continue; null while it shows nothing the
@@ -345,6 +419,7 @@ export class RefreshSession extends EventTarget {
   #begin(session) {
     this.id = session.id;
     this.config = session.config;
+    this.#watch = new ThresholdWatch(session.config);
     // From the very first event: whatever happens before the stream connects is replayed.
     this.#lastEventId = 0;
     this.queue.reset();

@@ -43,13 +43,19 @@ def test_release_to_refresh_shows_within_a_round_trip_of_the_crossing(phone):
         assert armed is not None and past is not None
         assert armed["seq"] == past["samples"][-1]["seq"], (armed, past)
         assert past["sent"] < before["answered"], "the sample past the threshold waited a round trip"
+        # Nor for its turn among the paced ones: it went out in the task that posted it (its
+        # `t`), not a frame or more later.
+        assert past["sent"] - past["samples"][-1]["t"] < 1000 / 60, "the sample past the threshold waited for its turn"
         assert label - past["sent"] >= 0.9 * RTT
         lags.append((label - crossing, past["sent"] - crossing, past["answered"] - past["sent"]))
     print(f"\n'Release to refresh' after the crossing on screen ({RTT} ms round trip): "
           + ", ".join(f"{lag:.0f} ms (its sample sent after {sent:.0f}, answered {answered:.0f} later)"
                       for lag, sent, answered in lags))
     worst = max(lag[0] for lag in lags)
-    # The aim is one round trip + 40 ms; the rest of the margin is for a loaded machine.
+    # The aim is one round trip + 40 ms, which 20 pulls of bench/phone-network.py met every
+    # time (BENCHMARKS.md); on a loaded machine a pull now and then is handled a frame or
+    # two late (200 ms, its sample sent 32 ms after the crossing was drawn), so the bound
+    # keeps a margin for it.
     assert worst <= 2 * RTT, f"worst {worst:.0f} ms"
     assert refreshes(phone) == 0, "every pull went back under the threshold before letting go"
     assert_no_console_errors(phone)
@@ -155,8 +161,10 @@ def test_the_first_rows_show_within_four_round_trips_of_navigation(phone_base):
 
 
 def test_a_refused_sample_waits_as_the_server_asks_and_the_release_still_refreshes():
-    # Ten samples a second: a pull runs out, is told to wait a second, and goes on after.
-    with phone_server(RTT, flags=("--min-refresh-ms", "300", "--max-samples-per-second", "10")) as base:
+    # Five samples a second: a pull runs out, is told to wait a second, and goes on after.
+    # (Ten was too many: a second's pull through this round trip sends about twenty, which
+    # the bucket of ten and its refill could let through.)
+    with phone_server(RTT, flags=("--min-refresh-ms", "300", "--max-samples-per-second", "5")) as base:
         driver = open_phone(base)
         try:
             settle(driver)
