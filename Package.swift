@@ -48,10 +48,32 @@ let package = Package(
             // embedding the engine alone must name.
             linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
         ),
+        // A leaf utility, not one of the architecture's roles: the JSON toolkit the feed (JSON
+        // Feed) and the server (bodies, events) share.
+        .target(name: "RefreshJSON", dependencies: [server("NIOCore", "swift-nio")]),
+        // Feeds and their items: positions, the stores, upstream fetching. Never the HTTP server,
+        // sessions or events (Tests/adoption/target-edges.sh holds it so).
+        .target(
+            name: "RefreshFeed",
+            dependencies: [
+                "RefreshJSON",
+                server("GRDB", "GRDB.swift"),
+                server("PostgresNIO", "postgres-nio"),
+                server("AsyncHTTPClient", "async-http-client"),
+                server("Logging", "swift-log"),
+                server("NIOCore", "swift-nio"),
+                server("NIOHTTP1", "swift-nio"),
+                server("NIOHTTPCompression", "swift-nio-extras"),
+                server("NIOSSL", "swift-nio-ssl"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "RefreshServer",
             dependencies: [
                 "RefreshEngine",
+                "RefreshFeed",
+                "RefreshJSON",
                 server("Hummingbird", "hummingbird"),
                 server("HummingbirdCore", "hummingbird"),
                 server("Logging", "swift-log"),
@@ -77,7 +99,6 @@ let package = Package(
             name: "refresh-server",
             dependencies: [
                 "RefreshServer",
-                server("ArgumentParser", "swift-argument-parser"),
                 server("Logging", "swift-log"),
                 server("ServiceLifecycle", "swift-service-lifecycle"),
             ]
@@ -93,10 +114,14 @@ let package = Package(
             ]
         ),
         .testTarget(name: "RefreshEngineTests", dependencies: ["RefreshEngine"]),
+        // The feed tested alone: nothing of the server is built for it.
+        .testTarget(name: "RefreshFeedTests", dependencies: ["RefreshFeed"]),
         .testTarget(
             name: "RefreshServerTests",
             dependencies: [
                 "RefreshServer",
+                "RefreshFeed",
+                "RefreshJSON",
                 server("HummingbirdTesting", "hummingbird"),
                 server("NIOPosix", "swift-nio"),
                 server("NIOEmbedded", "swift-nio"),

@@ -1,9 +1,10 @@
 // swift-tools-version: 6.2
 // libFuzzer targets for the server's parsers and its connection layer. The project's own
-// modules are compiled here from its sources (Sources/RefreshEngine and
-// Sources/RefreshServer are links to them) so that they alone are instrumented, and
-// without the parts that need PostgreSQL, SQLite, TLS or an HTTP client: a build from
-// scratch then takes minutes, not a quarter of an hour. See README.md.
+// modules are compiled here from its sources (Sources/RefreshEngine, Sources/RefreshJSON,
+// Sources/FeedSubset/RefreshFeed and Sources/ServerSubset/RefreshServer are links to them)
+// so that they alone are instrumented, and without the parts that need PostgreSQL, SQLite,
+// TLS or an HTTP client: a build from scratch then takes minutes, not a quarter of an hour.
+// See README.md.
 import PackageDescription
 
 /// `-sanitize=` for the instrumented modules: "fuzzer,address" by default; "fuzzer" builds
@@ -27,13 +28,30 @@ let package = Package(
     ],
     targets: [
         .target(name: "RefreshEngine", swiftSettings: instrumented),
-        // The server minus the feed stores on disk and over the network, the upstream
-        // fetcher, the listener and the application that wires them: nothing the fuzzed
-        // paths reach. Stubs/ stands in for what the rest still names of them.
+        .target(
+            name: "RefreshJSON", dependencies: [.product(name: "NIOCore", package: "swift-nio")], swiftSettings: instrumented),
+        // The feed minus its stores on disk and over the network, the upstream fetcher and
+        // the listener: nothing the fuzzed paths reach. Stubs/ stands in for what the server
+        // still names of them.
+        .target(
+            name: "RefreshFeed",
+            dependencies: ["RefreshJSON"],
+            path: "Sources/FeedSubset",
+            exclude: [
+                "RefreshFeed/Postgres",
+                "RefreshFeed/SQLiteFeed.swift",
+                "RefreshFeed/SQLiteLocation.swift",
+                "RefreshFeed/Upstream",
+            ],
+            swiftSettings: instrumented
+        ),
+        // The server minus the application that wires the stores and what only it reaches.
         .target(
             name: "RefreshServer",
             dependencies: [
                 "RefreshEngine",
+                "RefreshFeed",
+                "RefreshJSON",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -51,12 +69,6 @@ let package = Package(
                 "RefreshServer/Configuration/ConfigurationSources.swift",
                 "RefreshServer/Connection/EventLoopGroupCloser.swift",
                 "RefreshServer/Connection/HTTPServer.swift",
-                "RefreshServer/Feed/PostgresFeed.swift",
-                "RefreshServer/Feed/SQLiteFeed.swift",
-                "RefreshServer/Feed/SQLiteLocation.swift",
-                "RefreshServer/Feed/UncertainCommit.swift",
-                "RefreshServer/Feed/Upstream",
-                "RefreshServer/News/HeadListener.swift",
                 "RefreshServer/Sessions/SessionMaintenance.swift",
             ],
             swiftSettings: instrumented
@@ -65,21 +77,21 @@ let package = Package(
         // The invariants every target checks, and a reader of HTTP/1.1 responses.
         .target(
             name: "FuzzSupport",
-            dependencies: ["RefreshServer", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["RefreshFeed", "RefreshJSON", "RefreshServer", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: instrumented
         ),
         .executableTarget(
-            name: "fuzz-samples", dependencies: ["FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshServer"],
+            name: "fuzz-samples", dependencies: ["FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshFeed", "RefreshJSON", "RefreshServer"],
             swiftSettings: instrumented, linkerSettings: linked
         ),
         .executableTarget(
-            name: "fuzz-bodies", dependencies: ["FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshServer"],
+            name: "fuzz-bodies", dependencies: ["FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshFeed", "RefreshJSON", "RefreshServer"],
             swiftSettings: instrumented, linkerSettings: linked
         ),
         .executableTarget(
             name: "fuzz-connection",
             dependencies: [
-                "FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshServer",
+                "FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshFeed", "RefreshServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

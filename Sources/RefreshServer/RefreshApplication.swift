@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
+import RefreshFeed
 import ServiceLifecycle
 
 /// Builds the whole server from its configuration: routes, middleware, background upkeep.
@@ -100,6 +101,14 @@ public enum RefreshApplication {
     }
 
     static func defaultStore(_ configuration: ServerConfiguration, news: NewsHub, logger: Logger) throws -> Store {
+        do {
+            return try openStore(configuration, news: news, logger: logger)
+        } catch let error as DatabaseLocationError {
+            throw ConfigurationError(error)
+        }
+    }
+
+    private static func openStore(_ configuration: ServerConfiguration, news: NewsHub, logger: Logger) throws -> Store {
         let upstreams =
             try configuration.feeds.isEmpty
             ? nil

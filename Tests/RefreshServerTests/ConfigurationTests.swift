@@ -6,6 +6,7 @@ import ServiceLifecycle
 import Synchronization
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// Settings layered from flags, environment variables and a file, and the errors that name
@@ -28,6 +29,8 @@ import Testing
         case .string where setting.key == "host": (.string("127.0.0.7"), "127.0.0.7", "127.0.0.7")
         case .string: (.string("x-7"), "x-7", setting.isSecret && setting.key != "database" ? "set" : "x-7")
         case .bool: (.bool(true), "true", "on")
+        case .choice(let words):
+            words.last { $0 != setting.describe(ServerConfiguration()) }.map { (.string($0), $0, $0) } ?? (.string(""), "", "")
         case .strings:
             switch setting.key {
             case "feed":

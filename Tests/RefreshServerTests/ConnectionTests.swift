@@ -7,6 +7,7 @@ import NIOHTTP1
 import RefreshEngine
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// The connection layer, bytes in and bytes out: NIO's decoder and ``ConnectionHandler`` on

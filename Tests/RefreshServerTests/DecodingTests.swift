@@ -1,4 +1,5 @@
 import RefreshEngine
+import RefreshJSON
 import Testing
 
 @testable import RefreshServer

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// What a store acknowledges is what it keeps, byte for byte, in every store: ids that

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// The stores a `FeedSource` promise is checked against: each test of the contract runs on

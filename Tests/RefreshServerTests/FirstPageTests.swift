@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// `POST /api/sessions {"firstPage": true}` over real HTTP: the answer brings the newest

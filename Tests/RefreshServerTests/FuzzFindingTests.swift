@@ -1,5 +1,7 @@
+import RefreshJSON
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// Inputs the fuzz targets (Fuzz/) found a broken invariant with, each kept as a plain test;

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// `GET /metrics` over real HTTP: each counter moves by exactly what the requests did.

@@ -4,6 +4,7 @@ import NIOPosix
 import RefreshEngine
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// Publishes racing refreshes and live prepends, checked the way a page keeps its list:

@@ -3,6 +3,7 @@ import NIOCore
 import Synchronization
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// Live news over real HTTP: what each `config.news` mode sends when the feed gains items.

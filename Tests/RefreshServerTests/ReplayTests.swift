@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// Reconnecting with `Last-Event-ID` misses nothing and repeats nothing.

@@ -3,6 +3,7 @@ import GRDB
 import Logging
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// The SQLite file locked by someone else (a backup, a `sqlite3` shell in `BEGIN

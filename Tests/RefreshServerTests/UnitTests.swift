@@ -6,8 +6,10 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import RefreshEngine
+import RefreshJSON
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 @Suite struct JSONTests {

@@ -6,6 +6,7 @@ import NIOCore
 import Synchronization
 import Testing
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// A local upstream the test serves itself: a feed in throttled chunks, with or without

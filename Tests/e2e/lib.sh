@@ -35,7 +35,8 @@ start_server() {
 }
 
 # wait_for_address: sets BASE to the URL the server just started prints in
-# $WORK/server.log (emptied before it started); exits with its log if it never does.
+# $WORK/server.log (emptied before it started): the address line in text, its `url` field
+# in JSON; exits with its log if it never does.
 wait_for_address() {
     for _ in $(seq 100); do
         BASE=$(grep -o 'http://[0-9.:]*' "$WORK/server.log" | head -n1 || true)

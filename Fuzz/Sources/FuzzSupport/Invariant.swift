@@ -1,4 +1,5 @@
 import NIOCore
+import RefreshJSON
 
 @testable import RefreshServer
 

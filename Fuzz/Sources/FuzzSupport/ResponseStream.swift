@@ -1,3 +1,5 @@
+import RefreshJSON
+
 @testable import RefreshServer
 
 /// Reads what a server wrote on one connection as a client would, and checks every answer:

@@ -1,7 +1,9 @@
 import Foundation
 import FuzzSupport
 import RefreshEngine
+import RefreshJSON
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// The other JSON bodies: `POST /api/items` (one item or `{"items": [...]}`) and

@@ -9,6 +9,7 @@ import NIOHTTP1
 import RefreshEngine
 import Synchronization
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// One connection, bytes in and bytes out: NIO's request decoder and ``ConnectionHandler``

@@ -1,6 +1,7 @@
 import HTTPTypes
 import Logging
 import NIOHTTP1
+import RefreshJSON
 
 /// A request the server refuses, with the status, a stable machine-readable code and a
 /// sentence for people. Every error body is `{"error": CODE, "message": TEXT}`.
@@ -40,15 +41,15 @@ public struct APIError: Error, Sendable, Equatable {
         Self(.badRequest, "malformed_json", "The body is not valid JSON: \(reason).")
     }
 
-    static func wrongType(_ path: String, expected: String, got: JSONValue) -> Self {
+    public static func wrongType(_ path: String, expected: String, got: JSONValue) -> Self {
         Self(.badRequest, "invalid_type", "\(path) must be \(expected), not \(got.typeName).")
     }
 
-    static func missing(_ path: String, expected: String) -> Self {
+    public static func missing(_ path: String, expected: String) -> Self {
         Self(.badRequest, "missing_field", "\(path) is required (\(expected)).")
     }
 
-    static func invalid(_ path: String, _ reason: String) -> Self {
+    public static func invalid(_ path: String, _ reason: String) -> Self {
         Self(.badRequest, "invalid_value", "\(path) \(reason).")
     }
 
@@ -57,7 +58,7 @@ public struct APIError: Error, Sendable, Equatable {
     }
 
     /// A whole number beyond what a JSON number carries exactly.
-    static func inexactInteger(_ path: String) -> Self {
+    public static func inexactInteger(_ path: String) -> Self {
         outOfRange("\(path) must be from -9007199254740991 to 9007199254740991 (2^53 − 1): a JSON number beyond is not exact.")
     }
 

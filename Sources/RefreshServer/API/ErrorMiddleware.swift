@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import RefreshFeed
 
 /// Turns every failure into the API's JSON error shape and logs one line per refused
 /// request. Anything that is not an ``APIError`` is the server's fault: 500, logged as an error.

@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import RefreshJSON
 
 /// A JSON response as bytes and headers, before it becomes a Hummingbird `Response` or is
 /// written straight to a connection.

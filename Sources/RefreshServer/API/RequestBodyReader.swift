@@ -1,5 +1,6 @@
 import Hummingbird
 import NIOCore
+import RefreshJSON
 
 enum RequestBodyReader {
     /// The body as JSON; `nil` when it is empty and `allowEmpty`. 413 past `limit` without

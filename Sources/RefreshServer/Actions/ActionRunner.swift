@@ -1,4 +1,5 @@
 import RefreshEngine
+import RefreshFeed
 
 /// What a finished refresh or load-more sends to its page.
 struct ActionResult: Sendable {
@@ -64,7 +65,7 @@ struct ActionRunner: Sendable {
         } catch is CancellationError {
             result = .cancelled
         } catch is TimedOut {
-            result = .failed("The \(job.kind == .refresh ? "refresh" : "load") took longer than \(Self.describe(timeout)) and was stopped.")
+            result = .failed("The \(job.kind == .refresh ? "refresh" : "load") took longer than \(timeout.secondsText) and was stopped.")
         } catch {
             result = .failed(Self.describe(error))
         }
@@ -131,11 +132,6 @@ struct ActionRunner: Sendable {
         session.progress(job, fraction: 1, stage: "done", message: page.items.isEmpty ? "No more items" : "\(page.items.count) older items")
         // The first page a page shows is the newest: from here on, what the feed gains is news.
         return ActionResult(op: .append, items: page.items, hasMore: page.hasMore, head: window.shown == nil ? page.head : nil)
-    }
-
-    static func describe(_ duration: Duration) -> String {
-        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(Double(milliseconds) / 1000) s"
     }
 
     /// A sentence for people; feeds throw errors whose description is one.

@@ -1,12 +1,13 @@
 import Configuration
 import Foundation
+import RefreshJSON
 
 /// Where `refresh-server` finds its settings, strongest first: its flags, then environment
 /// variables, then a JSON configuration file (`--config FILE`, or `PTR_CONFIG`), then the
 /// defaults of ``ServerConfiguration``. A setting has one name everywhere: its flag's long
 /// name (`max-streams`) is the file's key and, upper-cased with `_` for `-` after `PTR_`,
-/// the variable's (`PTR_MAX_STREAMS`). `DATABASE_URL` sets `database` too, below
-/// `PTR_DATABASE`. An empty variable counts as unset.
+/// the variable's (`PTR_MAX_STREAMS`). A setting's alias (`DATABASE_URL` for `database`)
+/// sets it too, below `PTR_…`. An empty variable counts as unset.
 ///
 /// Values are read through swift-configuration, with one reader per source rather than one
 /// over all of them: a value that cannot be read, or one ``ServerConfiguration/validate()``
@@ -96,10 +97,15 @@ public struct ConfigurationSources: Sendable {
                 let name = ServerConfiguration.environmentVariable(of: key)
                 return .environment(name: name, value: environment[name] ?? "")
             },
-            Source(reader: ConfigReader(provider: variables.mapKeys { _ in ["database", "url"] }), keys: ["database"]) { _ in
-                .environment(name: "DATABASE_URL", value: environment["DATABASE_URL"] ?? "")
-            },
         ]
+        for setting in ServerConfiguration.settings {
+            guard let alias = setting.alias else { continue }
+            let aliasKey = AbsoluteConfigKey(alias.lowercased().split(separator: "_").map(String.init))
+            sources.append(
+                Source(reader: ConfigReader(provider: variables.mapKeys { _ in aliasKey }), keys: [setting.key]) { _ in
+                    .environment(name: alias, value: environment[alias] ?? "")
+                })
+        }
         let file = try await Self.value(of: "config", kind: .string, isSecret: false, in: sources)
         if case (.string(let path), _)? = file {
             sources.append(try await Self.file(at: path, known: known))
@@ -112,27 +118,12 @@ public struct ConfigurationSources: Sendable {
     public var unknownVariablesWarning: String? {
         guard !unknownVariables.isEmpty else { return nil }
         let described = unknownVariables.map { name in
-            let nearest = knownVariables.map { ($0, Self.distance(name, $0)) }.min { $0.1 < $1.1 }
+            let nearest = knownVariables.map { ($0, name.edits(to: $0)) }.min { $0.1 < $1.1 }
             guard let nearest, nearest.1 <= 3 else { return name }
             return "\(name) (\(nearest.0)?)"
         }
         let verb = unknownVariables.count == 1 ? "is not a setting and is" : "are not settings and are"
         return "\(described.joined(separator: ", ")) \(verb) ignored; settings are PTR_ and a flag's name, such as PTR_MAX_STREAMS"
-    }
-
-    /// Edits from one name to the other (Levenshtein), for a suggestion.
-    private static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.utf8)
-        let b = Array(b.utf8)
-        var previous = Array(0...b.count)
-        for (i, x) in a.enumerated() {
-            var current = [i + 1] + Array(repeating: 0, count: b.count)
-            for (j, y) in b.enumerated() {
-                current[j + 1] = min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))
-            }
-            previous = current
-        }
-        return previous[b.count]
     }
 
     /// A setting the command reads itself, one of a few words (`log-level`).
@@ -172,6 +163,11 @@ public struct ConfigurationSources: Sendable {
                     case .string: try await reader.fetchString(forKey: configKey, isSecret: isSecret).map(SettingValue.string)
                     case .strings: try await reader.fetchStringArray(forKey: configKey, isSecret: isSecret).map(SettingValue.strings)
                     case .bool: try await reader.fetchBool(forKey: configKey, isSecret: isSecret).map(SettingValue.bool)
+                    case .choice(let words):
+                        try await reader.fetchString(forKey: configKey, isSecret: isSecret).map { word in
+                            guard words.contains(word) else { throw ConfigurationError("not one of the words") }
+                            return SettingValue.string(word)
+                        }
                     }
             } catch {
                 throw ConfigurationError(

@@ -1,4 +1,5 @@
 import Foundation
+import RefreshFeed
 
 /// A setting's value as a source holds it, before it becomes a field of
 /// ``ServerConfiguration``: durations arrive as seconds or milliseconds, lists as lists.
@@ -15,8 +16,10 @@ extension ServerConfiguration {
     /// (`max-streams` for `--max-streams`); the same key names it in the configuration file,
     /// and upper-cased, `-` as `_`, after `PTR_`, in the environment (`PTR_MAX_STREAMS`).
     struct Setting: Sendable {
-        enum Kind: Sendable {
+        enum Kind: Sendable, Equatable {
             case int, double, string, strings, bool
+            /// A string, one of these words.
+            case choice([String])
 
             /// What a value that cannot be read as this kind is not.
             var expected: String {
@@ -26,20 +29,54 @@ extension ServerConfiguration {
                 case .string: "a string"
                 case .strings: "a list of strings"
                 case .bool: "true or false"
+                case .choice(let words): "one of \(words.joined(separator: ", "))"
                 }
             }
         }
 
         let key: String
         let kind: Kind
+        /// What it does, for `--help`; its default and variable are added there.
+        let help: String
+        /// What `--help` calls its value: `--port <number>`; empty for a flag taking none.
+        let valueName: String
+        /// A flag that can also be turned off: `--demo` and `--no-demo`.
+        let isNegatable: Bool
         /// Never repeated in an error: it may be a password.
         let isSecret: Bool
+        /// A variable that also sets it, below `PTR_…`: `DATABASE_URL` for `database`.
+        let alias: String?
         /// Stores a value of ``kind`` in its field.
         let assign: @Sendable (inout ServerConfiguration, SettingValue) -> Void
         /// What is wrong with the field's value, if anything.
         let check: @Sendable (ServerConfiguration) -> ConfigurationError?
-        /// The field's value as `--help` shows a default.
+        /// The field's value as `--help` shows a default; empty when there is none to show.
         let describe: @Sendable (ServerConfiguration) -> String
+
+        init(
+            key: String, kind: Kind, help: String, valueName: String = "", isNegatable: Bool = false, isSecret: Bool = false,
+            alias: String? = nil,
+            assign: @escaping @Sendable (inout ServerConfiguration, SettingValue) -> Void,
+            check: @escaping @Sendable (ServerConfiguration) -> ConfigurationError?,
+            describe: @escaping @Sendable (ServerConfiguration) -> String
+        ) {
+            self.key = key
+            self.kind = kind
+            self.help = help
+            self.valueName = valueName
+            self.isNegatable = isNegatable
+            self.isSecret = isSecret
+            self.alias = alias
+            self.assign = assign
+            self.check = check
+            self.describe = describe
+        }
+
+        /// Its flag: `--max-streams`.
+        var flag: String { "--" + key }
+
+        /// Its environment variable: `PTR_MAX_STREAMS`.
+        var variable: String { ServerConfiguration.environmentVariable(of: key) }
     }
 
     /// Every setting, with what it accepts. An upper bound is there because something breaks
@@ -51,9 +88,9 @@ extension ServerConfiguration {
     /// sample a second never lets a sample through (the bucket holds one second's worth), a
     /// keepalive tick under a second makes an idle server spin, a head poll is a query.
     static let settings: [Setting] = [
-        .string("host", \.host),
-        .int("port", \.port, 0...65535),
-        .string("public", \.publicDirectory) { folder in
+        .string("host", \.host, help: "Address to listen on. Beyond loopback, --publish-token or --disable-publishing is required."),
+        .int("port", \.port, 0...65535, help: "Port to listen on; 0 picks a free one (the URL is printed at start).", value: "number"),
+        .string("public", \.publicDirectory, help: "Folder of the page and other static files.", value: "folder") { folder in
             var isFolder: ObjCBool = false
             guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) else {
                 // The default may be missing (a server of the API alone): the start warns instead.
@@ -61,38 +98,91 @@ extension ServerConfiguration {
             }
             return isFolder.boolValue ? nil : "is not a folder"
         },
-        .optionalString("publish-token", \.publishToken, isSecret: true, absent: "none") { $0.isEmpty ? "must not be empty" : nil },
+        .choice("log-level", \.logLevel, help: "Log level: trace, debug, info, notice, warning, error, critical."),
+        .choice("log-format", \.logFormat, help: "Log lines as text for people, or json: one object per line for a collector."),
+        .optionalString(
+            "publish-token", \.publishToken, help: "Token required as 'Authorization: Bearer TOKEN' by POST /api/items.", value: "token",
+            isSecret: true, absent: "none"
+        ) { $0.isEmpty ? "must not be empty" : nil },
         .publishingDisabled,
-        .list("public-host", \.publicHosts) { name in
+        .list(
+            "public-host", \.publicHosts,
+            help: "A Host name the server answers to besides localhost and its address, e.g. the name a front serves (repeatable); others get 421.",
+            value: "name"
+        ) { name in
             RequestPolicy.isHostName(name) ? nil : "\(name) is not a host name or an IP address (no scheme, port or path)"
         },
-        .list("cors-origin", \.corsOrigins) { origin in
+        .list(
+            "cors-origin", \.corsOrigins, help: "An origin whose pages may call the API from the browser, e.g. https://app.example (repeatable).",
+            value: "origin"
+        ) { origin in
             RequestPolicy.isOrigin(origin) ? nil : "\(origin) is not an origin such as https://app.example or http://localhost:3000 (no path)"
         },
-        .optionalInt("event-loops", \.eventLoops, 1...256, absent: "one per CPU core"),
-        .bool("steer-by-client", \.steerByClient),
-        .int("max-body-bytes", \.maxBodyBytes, 1...largestBuffer),
-        .rate("max-samples-per-second", \.maxSamplesPerSecond, 1...1e12),
-        .int("max-samples-per-request", \.maxSamplesPerRequest, 1...Int.max),
-        .int("max-sessions", \.maxSessions, 1...Int.max),
-        .int("max-sessions-per-client", \.maxSessionsPerClient, 1...Int.max),
-        .int("max-streams", \.maxStreams, 1...Int.max),
-        .int("max-streams-per-client", \.maxStreamsPerClient, 1...Int.max),
-        .list("trusted-proxy", \.trustedProxies) { TrustedProxies.Network($0) == nil ? notAProxy($0).problem : nil },
-        .seconds("request-head-timeout", \.requestHeadTimeout),
-        .seconds("idle-timeout", \.idleTimeout),
-        .seconds("send-timeout", \.sendTimeout),
-        .int("max-head-bytes", \.maxHeadBytes, 1...80 * 1024),
-        .int("reconnect-delay-ms", \.reconnectDelayMilliseconds, 1...3_600_000),
-        .seconds("session-idle-timeout", \.sessionIdleTimeout),
-        .int("replay-buffer", \.replayBufferLength, 1...Int.max),
-        .int("replay-buffer-bytes", \.replayBufferBytes, 1024...Int.max),
-        .int("stream-send-buffer", \.streamSendBufferBytes, 1...Int(Int32.max)),
-        .seconds("keepalive", \.keepaliveInterval, atLeast: .seconds(1)),
-        .seconds("refresh-timeout", \.actionTimeout),
-        .milliseconds("min-refresh-ms", \.minimumActionDuration, 0...3_600_000),
-        .int("page-size", \.pageSize, 1...1000),
-        .string("database", \.database, isSecret: true) { database in
+        .optionalInt(
+            "event-loops", \.eventLoops, 1...256,
+            help: "Threads serving connections. One keeps a sample and the streams it updates on the same thread.", value: "threads",
+            absent: "one per CPU core"),
+        .bool(
+            "steer-by-client", \.steerByClient,
+            help:
+                "Keep each client's connections on one event loop, chosen by its address (a sample and its stream never cross threads); not for clients behind a shared address."
+        ),
+        .int("max-body-bytes", \.maxBodyBytes, 1...largestBuffer, help: "Largest request body in bytes (413 beyond).", value: "bytes"),
+        .rate(
+            "max-samples-per-second", \.maxSamplesPerSecond, 1...1e12, help: "Sustained samples per second per session (429 beyond).",
+            value: "rate"),
+        .int(
+            "max-samples-per-request", \.maxSamplesPerRequest, 1...Int.max, help: "Samples accepted in one request (429 beyond).",
+            value: "count"),
+        .int("max-sessions", \.maxSessions, 1...Int.max, help: "Sessions alive at once (503 beyond).", value: "count"),
+        .int(
+            "max-sessions-per-client", \.maxSessionsPerClient, 1...Int.max, help: "Sessions one client address may hold (429 beyond).",
+            value: "count"),
+        .int(
+            "max-streams", \.maxStreams, 1...Int.max,
+            help: "Event streams open at once; beyond, a stream is told to retry later (200, a jittered retry:, closed).", value: "count"),
+        .int(
+            "max-streams-per-client", \.maxStreamsPerClient, 1...Int.max,
+            help: "Event streams one client address may hold open; beyond, told to retry later like --max-streams.", value: "count"),
+        .list(
+            "trusted-proxy", \.trustedProxies,
+            help: "Address or CIDR network of a proxy whose X-Forwarded-For names the client (repeatable).", value: "address"
+        ) { TrustedProxies.Network($0) == nil ? notAProxy($0).problem : nil },
+        .seconds(
+            "request-head-timeout", \.requestHeadTimeout,
+            help: "Seconds a request head (and then its body) may take to arrive from its first byte (408 beyond)."),
+        .seconds("idle-timeout", \.idleTimeout, help: "Seconds a kept-alive connection may wait for its next request."),
+        .seconds(
+            "send-timeout", \.sendTimeout,
+            help: "Seconds an answer or an event stream may wait for a client that does not read before its connection closes."),
+        .int(
+            "max-head-bytes", \.maxHeadBytes, 1...80 * 1024,
+            help: "Largest request head in bytes: request line and header fields (431 beyond).", value: "bytes"),
+        .int(
+            "reconnect-delay-ms", \.reconnectDelayMilliseconds, 1...3_600_000,
+            help: "Milliseconds browsers wait before reconnecting a stream; each stream is told a jittered value from this to twice it.",
+            value: "ms"),
+        .seconds("session-idle-timeout", \.sessionIdleTimeout, help: "Seconds a session without requests or open streams lives."),
+        .int("replay-buffer", \.replayBufferLength, 1...Int.max, help: "Events kept per session for replay after a reconnect.", value: "events"),
+        .int(
+            "replay-buffer-bytes", \.replayBufferBytes, 1024...Int.max,
+            help: "Bytes of events kept per session for replay, whichever of this and --replay-buffer comes first.", value: "bytes"),
+        .int(
+            "stream-send-buffer", \.streamSendBufferBytes, 1...Int(Int32.max),
+            help: "Kernel send buffer of each event stream, in bytes; a reader that stops reading gets the newest state, not a backlog.",
+            value: "bytes"),
+        .seconds(
+            "keepalive", \.keepaliveInterval, atLeast: .seconds(1), help: "Seconds between keepalive comments on idle event streams."),
+        .seconds("refresh-timeout", \.actionTimeout, help: "Seconds after which a refresh or load-more fails as timed out."),
+        .milliseconds(
+            "min-refresh-ms", \.minimumActionDuration, 0...3_600_000,
+            help: "Milliseconds a refresh keeps its spinner at least, so it never flickers."),
+        .int("page-size", \.pageSize, 1...1000, help: "Items per load-more page, and at most per refresh.", value: "items"),
+        .string(
+            "database", \.database,
+            help: "Where the feed is stored: an SQLite file (created with its folder), :memory:, or postgres://USER[:PASSWORD]@HOST[:PORT]/DB.",
+            value: "location", isSecret: true, alias: "DATABASE_URL"
+        ) { database in
             guard PostgresLocation.isPostgresURL(database) else { return nil }
             do {
                 _ = try PostgresLocation(url: database)
@@ -101,22 +191,33 @@ extension ServerConfiguration {
                 return "\(error)"
             }
         },
-        .optionalString("instance", \.instanceName, absent: "none") { name in
+        .optionalString(
+            "instance", \.instanceName,
+            help: "This instance's name among several sharing a PostgreSQL feed (letters, digits and -, at most 32): it prefixes every session id.",
+            value: "name", absent: "none"
+        ) { name in
             name.count <= 32 && !name.isEmpty
                 && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-") }
                 ? nil : "must be 1 to 32 letters, digits or '-'"
         },
-        .seconds("head-poll", \.headPollInterval, atLeast: .milliseconds(100)),
-        .list("feed", \.feeds) { url in
+        .seconds(
+            "head-poll", \.headPollInterval, atLeast: .milliseconds(100),
+            help: "Seconds between reads of a PostgreSQL feed's head even when no notification came."),
+        .list("feed", \.feeds, help: "Upstream RSS, Atom or JSON Feed URL a refresh pulls (repeatable).", value: "url") { url in
             guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
                 parsed.host?.isEmpty == false
             else { return "\(url) is not an http or https URL" }
             return nil
         },
-        .int("max-feed-bytes", \.maxFeedBytes, 1...largestBuffer),
-        .seconds("feed-timeout", \.feedTimeout),
-        .optionalBool("demo", \.demo, absent: "on without --feed"),
+        .int("max-feed-bytes", \.maxFeedBytes, 1...largestBuffer, help: "Largest upstream feed accepted, in bytes.", value: "bytes"),
+        .seconds("feed-timeout", \.feedTimeout, help: "Seconds an upstream download may take."),
+        .optionalBool("demo", \.demo, help: "Seed an empty store with example items.", absent: "on without --feed"),
     ]
+
+    /// The file of settings, read before the others; not itself a field.
+    static let configurationFile = Setting(
+        key: "config", kind: .string, help: #"JSON file of settings, keyed by flag name: {"port": 8080, "trusted-proxy": ["10.0.0.1"]}."#,
+        valueName: "file", assign: { _, _ in }, check: { _ in nil }, describe: { _ in "" })
 
     /// The default of a setting, as `--help` shows it: `8080`, `none`.
     public static func defaultDescription(of key: String) -> String? {
@@ -142,11 +243,11 @@ extension ServerConfiguration.Setting {
 
     /// `problem` says what is wrong with a value in the range, given the other settings.
     static func int(
-        _ key: String, _ field: Field<Int>, _ range: ClosedRange<Int>,
+        _ key: String, _ field: Field<Int>, _ range: ClosedRange<Int>, help: String, value valueName: String,
         problem: @escaping @Sendable (ServerConfiguration) -> String? = { _ in nil }
     ) -> Self {
         Self(
-            key: key, kind: .int, isSecret: false,
+            key: key, kind: .int, help: help, valueName: valueName,
             assign: { if case .int(let value) = $1 { $0[keyPath: field] = value } },
             check: { configuration in
                 let value = configuration[keyPath: field]
@@ -156,9 +257,11 @@ extension ServerConfiguration.Setting {
             describe: { "\($0[keyPath: field])" })
     }
 
-    static func optionalInt(_ key: String, _ field: Field<Int?>, _ range: ClosedRange<Int>, absent: String) -> Self {
+    static func optionalInt(
+        _ key: String, _ field: Field<Int?>, _ range: ClosedRange<Int>, help: String, value valueName: String, absent: String
+    ) -> Self {
         Self(
-            key: key, kind: .int, isSecret: false,
+            key: key, kind: .int, help: help, valueName: valueName,
             assign: { if case .int(let value) = $1 { $0[keyPath: field] = value } },
             check: { configuration in
                 guard let value = configuration[keyPath: field], !range.contains(value) else { return nil }
@@ -168,9 +271,9 @@ extension ServerConfiguration.Setting {
     }
 
     /// A rate, fractions allowed, within `range`.
-    static func rate(_ key: String, _ field: Field<Double>, _ range: ClosedRange<Double>) -> Self {
+    static func rate(_ key: String, _ field: Field<Double>, _ range: ClosedRange<Double>, help: String, value valueName: String) -> Self {
         Self(
-            key: key, kind: .double, isSecret: false,
+            key: key, kind: .double, help: help, valueName: valueName,
             assign: { if case .double(let value) = $1 { $0[keyPath: field] = value } },
             check: { configuration in
                 let value = configuration[keyPath: field]
@@ -185,9 +288,9 @@ extension ServerConfiguration.Setting {
 
     /// A duration given in seconds (fractions allowed): above zero, or at least `shortest`;
     /// at most a year.
-    static func seconds(_ key: String, _ field: Field<Duration>, atLeast shortest: Duration? = nil) -> Self {
+    static func seconds(_ key: String, _ field: Field<Duration>, atLeast shortest: Duration? = nil, help: String) -> Self {
         Self(
-            key: key, kind: .double, isSecret: false,
+            key: key, kind: .double, help: help, valueName: "seconds",
             assign: { configuration, value in
                 // Beyond what a Duration holds, the nearest value that `check` refuses.
                 guard case .double(let seconds) = value else { return }
@@ -211,9 +314,9 @@ extension ServerConfiguration.Setting {
     }
 
     /// A duration given in whole milliseconds.
-    static func milliseconds(_ key: String, _ field: Field<Duration>, _ range: ClosedRange<Int>) -> Self {
+    static func milliseconds(_ key: String, _ field: Field<Duration>, _ range: ClosedRange<Int>, help: String) -> Self {
         Self(
-            key: key, kind: .int, isSecret: false,
+            key: key, kind: .int, help: help, valueName: "ms",
             assign: { if case .int(let value) = $1 { $0[keyPath: field] = .milliseconds(value) } },
             check: { configuration in
                 let value = configuration[keyPath: field]
@@ -226,10 +329,11 @@ extension ServerConfiguration.Setting {
     }
 
     static func string(
-        _ key: String, _ field: Field<String>, isSecret: Bool = false, problem: @escaping @Sendable (String) -> String? = { _ in nil }
+        _ key: String, _ field: Field<String>, help: String, value valueName: String? = nil, isSecret: Bool = false, alias: String? = nil,
+        problem: @escaping @Sendable (String) -> String? = { _ in nil }
     ) -> Self {
         Self(
-            key: key, kind: .string, isSecret: isSecret,
+            key: key, kind: .string, help: help, valueName: valueName ?? key, isSecret: isSecret, alias: alias,
             assign: { if case .string(let value) = $1 { $0[keyPath: field] = value } },
             check: { configuration in
                 let value = configuration[keyPath: field]
@@ -241,11 +345,11 @@ extension ServerConfiguration.Setting {
 
     /// An optional string; `problem` says what is wrong with a value, if anything.
     static func optionalString(
-        _ key: String, _ field: Field<String?>, isSecret: Bool = false, absent: String,
+        _ key: String, _ field: Field<String?>, help: String, value valueName: String, isSecret: Bool = false, absent: String,
         problem: @escaping @Sendable (String) -> String?
     ) -> Self {
         Self(
-            key: key, kind: .string, isSecret: isSecret,
+            key: key, kind: .string, help: help, valueName: valueName, isSecret: isSecret,
             assign: { if case .string(let value) = $1 { $0[keyPath: field] = value } },
             check: { configuration in
                 guard let value = configuration[keyPath: field], let problem = problem(value) else { return nil }
@@ -255,9 +359,11 @@ extension ServerConfiguration.Setting {
     }
 
     /// A list; `problem` says what is wrong with an element, naming it.
-    static func list(_ key: String, _ field: Field<[String]>, problem: @escaping @Sendable (String) -> String?) -> Self {
+    static func list(
+        _ key: String, _ field: Field<[String]>, help: String, value valueName: String, problem: @escaping @Sendable (String) -> String?
+    ) -> Self {
         Self(
-            key: key, kind: .strings, isSecret: false,
+            key: key, kind: .strings, help: help, valueName: valueName,
             assign: { if case .strings(let value) = $1 { $0[keyPath: field] = value } },
             check: { configuration in
                 for element in configuration[keyPath: field] {
@@ -268,9 +374,9 @@ extension ServerConfiguration.Setting {
             describe: { configuration in configuration[keyPath: field].isEmpty ? "none" : configuration[keyPath: field].joined(separator: ", ") })
     }
 
-    static func bool(_ key: String, _ field: Field<Bool>) -> Self {
+    static func bool(_ key: String, _ field: Field<Bool>, help: String) -> Self {
         Self(
-            key: key, kind: .bool, isSecret: false,
+            key: key, kind: .bool, help: help, isNegatable: true,
             assign: { if case .bool(let value) = $1 { $0[keyPath: field] = value } },
             check: { _ in nil },
             describe: { $0[keyPath: field] ? "on" : "off" })
@@ -280,7 +386,8 @@ extension ServerConfiguration.Setting {
     /// takes publishes with a token or none at all. The error names `--host`, the setting
     /// that makes the token necessary.
     static let publishingDisabled = Self(
-        key: "disable-publishing", kind: .bool, isSecret: false,
+        key: "disable-publishing", kind: .bool,
+        help: "Refuse every POST /api/items: a read-only server, which may listen beyond loopback without --publish-token.",
         assign: { if case .bool(let value) = $1 { $0.publishingDisabled = value } },
         check: { configuration in
             guard !configuration.listensOnLoopbackOnly, configuration.publishToken == nil, !configuration.publishingDisabled else { return nil }
@@ -292,12 +399,22 @@ extension ServerConfiguration.Setting {
         },
         describe: { $0.publishingDisabled ? "on" : "off" })
 
-    static func optionalBool(_ key: String, _ field: Field<Bool?>, absent: String) -> Self {
+    static func optionalBool(_ key: String, _ field: Field<Bool?>, help: String, absent: String) -> Self {
         Self(
-            key: key, kind: .bool, isSecret: false,
+            key: key, kind: .bool, help: help, isNegatable: true,
             assign: { if case .bool(let value) = $1 { $0[keyPath: field] = value } },
             check: { _ in nil },
             describe: { configuration in configuration[keyPath: field].map { $0 ? "on" : "off" } ?? absent })
+    }
+    /// One of a few words, each a case of `Value`.
+    static func choice<Value: RawRepresentable<String> & CaseIterable & Sendable>(
+        _ key: String, _ field: Field<Value>, help: String
+    ) -> Self {
+        Self(
+            key: key, kind: .choice(Value.allCases.map(\.rawValue)), help: help, valueName: key,
+            assign: { if case .string(let word) = $1, let value = Value(rawValue: word) { $0[keyPath: field] = value } },
+            check: { _ in nil },
+            describe: { $0[keyPath: field].rawValue })
     }
 }
 

@@ -1,3 +1,5 @@
+import Logging
+
 /// Everything an operator can tune, with the defaults `refresh-server` starts with.
 /// Each field an operator sets is one of ``settings``: a flag, an environment variable and a
 /// key of the configuration file, all read by ``ConfigurationSources``.
@@ -125,6 +127,11 @@ public struct ServerConfiguration: Sendable {
     public var feedTimeout: Duration = .seconds(20)
     /// Seed an empty store with example items; `nil` means "when no upstream feed is given".
     public var demo: Bool?
+
+    /// The least severe log record written.
+    public var logLevel: Logger.Level = .info
+    /// Text for people, or one JSON object per line for a collector.
+    public var logFormat: LogFormat = .text
 
     public init() {}
 

@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypesHTTP1
+import RefreshJSON
 
 /// What a connection answers: the two requests on the gesture's path on its event loop,
 /// without a task (posting samples, opening the event stream), and everything else through

@@ -1,4 +1,6 @@
 import Foundation
+import RefreshFeed
+import RefreshJSON
 
 enum ItemDecoding {
     static let maxItems = 500
@@ -19,7 +21,7 @@ enum ItemDecoding {
 
     /// One item, or `{"items": [...]}`; missing ids and times are filled in.
     static func decode(_ body: JSONValue, now: Timestamp) throws(APIError) -> [FeedItem] {
-        let decoder = JSONValueDecoder()
+        let decoder = JSONValueDecoder<APIError>()
         guard case .object(let members) = body, let batch = members["items"], batch != .null else {
             return [try item(try decoder.decode(Input.self, from: body), path: "", now: now, index: 0)]
         }

@@ -1,6 +1,8 @@
 import RefreshEngine
+import RefreshFeed
+import RefreshJSON
 
-extension JSONFields {
+extension JSONFields where Refusal == APIError {
     /// A number that must be finite: `1e999`, `NaN` and `Infinity` are refused with 422.
     func finiteDouble(_ key: String) throws(APIError) -> Double? {
         guard let number = try double(key) else { return nil }
@@ -20,7 +22,7 @@ enum SampleDecoding {
     static let sampleMembers: Set<String> = ["seq", "t", "y", "phase", "contentHeight", "viewportHeight"]
 
     static func decode(_ body: JSONValue, maxCount: Int) throws(APIError) -> [Sample] {
-        let root = try JSONFields(body, path: "")
+        let root = try JSONFields<APIError>(body, path: "")
         guard root.has("samples") else { return [try sample(body, path: "")] }
         if root.members.count > 1 { try root.rejectUnknown(["samples"]) }
         let elements = try root.array("samples") ?? []
@@ -38,7 +40,7 @@ enum SampleDecoding {
     }
 
     static func sample(_ value: JSONValue, path: String) throws(APIError) -> Sample {
-        let fields = try JSONFields(value, path: path)
+        let fields = try JSONFields<APIError>(value, path: path)
         // One lookup per member; the sorted search for the message only when one is unknown.
         if fields.members.keys.contains(where: { !sampleMembers.contains($0) }) { try fields.rejectUnknown(sampleMembers) }
         guard let seq = try fields.finiteInt("seq") else { throw .missing(fields.fieldPath("seq"), expected: "a whole number") }
@@ -70,7 +72,7 @@ struct SessionRequest: Decodable {
 
     /// An empty body is `{}`.
     static func decode(_ body: JSONValue?) throws(APIError) -> SessionRequest {
-        try JSONValueDecoder().decode(SessionRequest.self, from: body ?? .object([:]))
+        try JSONValueDecoder<APIError>().decode(SessionRequest.self, from: body ?? .object([:]))
     }
 }
 

@@ -1,5 +1,7 @@
 import NIOCore
 import RefreshEngine
+import RefreshFeed
+import RefreshJSON
 
 /// One server-sent event, framed once (`id:`, `event:`, `data:`) and then shared, byte for
 /// byte, by every stream and every replay that sends it.

@@ -1,4 +1,6 @@
 import Logging
+import RefreshFeed
+import RefreshJSON
 
 #if canImport(Glibc)
 import Glibc
@@ -33,19 +35,27 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        let (level, message, source) = (event.level, event.message, event.source)
         var fields = self.metadata
         if let provided = metadataProvider?.get() { fields.merge(provided) { _, new in new } }
         if let explicit = event.metadata { fields.merge(explicit) { _, new in new } }
         if let error = event.error { fields["error"] = "\(error)" }
+        Self.writeRecord(level: event.level, label: label, message: event.message.description, source: event.source, fields: fields, to: 2)
+    }
+
+    /// Writes one record as ``log(event:)`` does, whatever the log level, to `descriptor`:
+    /// the line that says where the server listens is such a record on standard output, so
+    /// that a collector reading every line finds JSON in each.
+    public static func writeRecord(
+        level: Logger.Level, label: String, message: String, source: String, fields: Logger.Metadata, to descriptor: Int32
+    ) {
         var json = JSONWriter(capacity: 256)
         json.beginObject()
         json.field("time", Timestamp.now().rfc3339)
         json.field("level", level.rawValue)
         json.field("label", label)
-        json.field("message", message.description)
+        json.field("message", message)
         json.field("source", source)
-        for (key, value) in fields.sorted(by: { $0.key < $1.key }) where !Self.reserved.contains(key) {
+        for (key, value) in fields.sorted(by: { $0.key < $1.key }) where !reserved.contains(key) {
             json.key(key)
             json.metadataValue(value)
         }
@@ -54,7 +64,7 @@ public struct JSONLogHandler: LogHandler {
         line.writeInteger(UInt8(ascii: "\n"))
         // One `write` per line, unbuffered: lines from different threads stay whole, and a
         // crash loses none that was logged.
-        line.withUnsafeReadableBytes { bytes in _ = write(2, bytes.baseAddress, bytes.count) }
+        line.withUnsafeReadableBytes { bytes in _ = write(descriptor, bytes.baseAddress, bytes.count) }
     }
 
     private static let reserved: Set<String> = ["time", "level", "label", "message", "source"]

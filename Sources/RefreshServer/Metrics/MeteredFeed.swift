@@ -1,3 +1,5 @@
+import RefreshFeed
+
 /// The feed store as the server's parts use it: every read or write that fails is counted,
 /// whichever part then catches the error (a route answering 500 or 503, a refresh that
 /// fails, the news hub that tries again later). Counting at the store rather than where

@@ -1,6 +1,7 @@
 import Metrics
 import NIOCore
 import Prometheus
+import RefreshFeed
 import Synchronization
 
 /// What the server counts and times, exposed at `GET /metrics` in Prometheus's text format.

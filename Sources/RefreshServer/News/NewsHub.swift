@@ -1,4 +1,5 @@
 import NIOCore
+import RefreshFeed
 import Synchronization
 
 /// The feed's head as this server knows it, and the fan-out that tells every open page.

@@ -1,4 +1,5 @@
 import Hummingbird
+import RefreshFeed
 
 /// `/healthz` says the process answers; `/readyz` says it can serve, which a load balancer
 /// asks before sending it pages: the store answers within a deadline (with SQLite, writes
@@ -33,7 +34,7 @@ struct HealthRoutes<Context: RequestContext>: Sendable {
                 defer { group.cancelAll() }
                 guard try await group.next() == true else {
                     throw APIError(
-                        .serviceUnavailable, "store_unavailable", "The feed store did not answer within \(ActionRunner.describe(deadline)).",
+                        .serviceUnavailable, "store_unavailable", "The feed store did not answer within \(deadline.secondsText).",
                         retryAfter: 5)
                 }
             }

@@ -1,4 +1,5 @@
 import Hummingbird
+import RefreshFeed
 
 /// `/api/items`: read the feed page by page, publish to it.
 struct ItemRoutes: Sendable {

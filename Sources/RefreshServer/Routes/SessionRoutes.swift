@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import RefreshEngine
+import RefreshFeed
 
 /// `/api/sessions/…`: create, show and end a session, ask for actions. Posting samples and
 /// the event stream are ``HotRoutes``, answered on the connection's event loop.

@@ -1,5 +1,6 @@
 import NIOCore
 import RefreshEngine
+import RefreshFeed
 import Synchronization
 
 /// One list on one page: its gesture engine, its event log and the actions it runs.

@@ -1,3 +1,4 @@
+import RefreshFeed
 import ServiceLifecycle
 
 /// Background upkeep of the sessions: keepalive comments on idle streams, the end of

@@ -1,5 +1,6 @@
 import Synchronization
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// A memory feed whose update takes its time in steps, counts its calls, and can fail or

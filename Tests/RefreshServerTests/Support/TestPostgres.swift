@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// A PostgreSQL server for the store tests: `PTR_TEST_POSTGRES` names one

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
+@testable import RefreshFeed
 @testable import RefreshServer
 
 /// A server on an ephemeral port, spoken to over real HTTP with AsyncHTTPClient so event

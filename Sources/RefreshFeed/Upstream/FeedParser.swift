@@ -1,4 +1,5 @@
 import Foundation
+import RefreshJSON
 
 #if canImport(FoundationXML)
 import FoundationXML

@@ -1,6 +1,6 @@
 /// A few items so a first start does not show an empty list.
-enum DemoItems {
-    static func make(now: Timestamp = .now()) -> [FeedItem] {
+public enum DemoItems {
+    public static func make(now: Timestamp = .now()) -> [FeedItem] {
         let entries: [(String, String)] = [
             ("Pull down to refresh", "Drag the list down past the arrow's turn and let go: the server decides when it counts."),
             (

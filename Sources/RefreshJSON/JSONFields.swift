@@ -1,33 +1,46 @@
-/// Typed access to a JSON object's members that fails with an ``APIError`` naming the
-/// field's full path (`samples[3].y`) and what it should have been.
-struct JSONFields {
-    let members: [String: JSONValue]
-    let path: String
+/// What a refusal of a JSON body says: the field's full path and what it should have been.
+/// The toolkit names the fault; the code that answers the request (the server's error body)
+/// decides how it is worded on the wire, so it conforms its own error type.
+public protocol JSONRefusal: Error {
+    static func wrongType(_ path: String, expected: String, got: JSONValue) -> Self
+    static func missing(_ path: String, expected: String) -> Self
+    static func invalid(_ path: String, _ reason: String) -> Self
+    /// A whole number beyond what a JSON number carries exactly.
+    static func inexactInteger(_ path: String) -> Self
+}
 
-    init(_ value: JSONValue, path: String) throws(APIError) {
+/// Typed access to a JSON object's members that fails with a ``JSONRefusal`` naming the
+/// field's full path (`samples[3].y`) and what it should have been. The samples route reads
+/// its few fields through this rather than a decoder, to keep per-field dispatch off the hot
+/// path; its accessors are `@inlinable` so they are specialized for the caller's refusal.
+public struct JSONFields<Refusal: JSONRefusal> {
+    public let members: [String: JSONValue]
+    public let path: String
+
+    @inlinable public init(_ value: JSONValue, path: String) throws(Refusal) {
         guard case .object(let members) = value else { throw .wrongType(path.isEmpty ? "the body" : path, expected: "an object", got: value) }
         self.members = members
         self.path = path
     }
 
-    func fieldPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    @inlinable public func fieldPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
     /// Absent and `null` both mean "not given".
-    private func present(_ key: String) -> JSONValue? {
+    @inlinable func present(_ key: String) -> JSONValue? {
         guard let value = members[key], value != .null else { return nil }
         return value
     }
 
-    func has(_ key: String) -> Bool { present(key) != nil }
+    @inlinable public func has(_ key: String) -> Bool { present(key) != nil }
 
     /// Refuses members this object does not know, so a typo is not silently ignored.
-    func rejectUnknown(_ known: Set<String>) throws(APIError) {
+    @inlinable public func rejectUnknown(_ known: Set<String>) throws(Refusal) {
         if let unknown = members.keys.sorted().first(where: { !known.contains($0) }) {
             throw .invalid(fieldPath(unknown), "is not a known field")
         }
     }
 
-    func double(_ key: String) throws(APIError) -> Double? {
+    @inlinable public func double(_ key: String) throws(Refusal) -> Double? {
         guard let value = present(key) else { return nil }
         guard case .number(let number) = value else { throw .wrongType(fieldPath(key), expected: "a number", got: value) }
         return number
@@ -36,27 +49,27 @@ struct JSONFields {
     /// An integer; a non-finite or fractional number is the wrong type here, and one beyond
     /// 2^53 − 1 is out of range: JSON numbers are read as doubles, which past it cannot tell
     /// `9007199254740993` from `9007199254740992`.
-    func int(_ key: String) throws(APIError) -> Int? {
+    @inlinable public func int(_ key: String) throws(Refusal) -> Int? {
         guard let number = try double(key) else { return nil }
         guard number.isFinite, number.rounded() == number else { throw .invalid(fieldPath(key), "must be a whole number") }
         guard abs(number) <= JSONValue.largestExactInteger else { throw .inexactInteger(fieldPath(key)) }
         return Int(number)
     }
 
-    func string(_ key: String) throws(APIError) -> String? {
+    @inlinable public func string(_ key: String) throws(Refusal) -> String? {
         guard let value = present(key) else { return nil }
         guard case .string(let string) = value else { throw .wrongType(fieldPath(key), expected: "a string", got: value) }
         return string
     }
 
-    func array(_ key: String) throws(APIError) -> [JSONValue]? {
+    @inlinable public func array(_ key: String) throws(Refusal) -> [JSONValue]? {
         guard let value = present(key) else { return nil }
         guard case .array(let elements) = value else { throw .wrongType(fieldPath(key), expected: "an array", got: value) }
         return elements
     }
 
     /// A string member that must be one of an enum's raw values.
-    func choice<Choice: RawRepresentable & CaseIterable>(_ key: String, _: Choice.Type) throws(APIError) -> Choice?
+    @inlinable public func choice<Choice: RawRepresentable & CaseIterable>(_ key: String, _: Choice.Type) throws(Refusal) -> Choice?
     where Choice.RawValue == String {
         guard let raw = try string(key) else { return nil }
         guard let choice = Choice(rawValue: raw) else {
@@ -69,15 +82,5 @@ struct JSONFields {
 
 extension JSONValue {
     /// 2^53 − 1: every whole number up to it has a double of its own.
-    static let largestExactInteger = 9_007_199_254_740_991.0
-
-    /// Parses a request body, mapping syntax errors to `400 malformed_json`.
-    static func parseBody(_ bytes: [UInt8]) throws(APIError) -> JSONValue {
-        guard !bytes.isEmpty else { throw .malformedJSON("the body is empty") }
-        do {
-            return try JSONParser.parse(bytes)
-        } catch {
-            throw .malformedJSON("\(error.reason) at byte \(error.offset)")
-        }
-    }
+    public static let largestExactInteger = 9_007_199_254_740_991.0
 }

@@ -1,5 +1,5 @@
-/// Decodes `Decodable` types from a parsed ``JSONValue``, failing with the ``APIError`` the
-/// API answers: the field's full path (`config.top.threshold`, `items[2].title`) and what it
+/// Decodes `Decodable` types from a parsed ``JSONValue``, failing with the ``JSONRefusal``
+/// the caller answers with: the field's full path (`config.top.threshold`, `items[2].title`) and what it
 /// should have been. The types' own `Codable` conformances are the one schema of each
 /// payload; this decoder only makes them strict:
 ///
@@ -11,26 +11,28 @@
 ///
 /// Numbers beyond `Double`'s range arrive as infinities, for the types' validation to refuse
 /// with `422` (the parser reads them so).
-struct JSONValueDecoder {
+public struct JSONValueDecoder<Refusal: JSONRefusal> {
     /// Given to every `init(from:)` through `Decoder.userInfo`.
-    var userInfo: [CodingUserInfoKey: Any] = [:]
+    public var userInfo: [CodingUserInfoKey: Any] = [:]
 
-    func decode<T: Decodable>(_ type: T.Type, from value: JSONValue, path: String = "") throws(APIError) -> T {
+    public init() {}
+
+    public func decode<T: Decodable>(_ type: T.Type, from value: JSONValue, path: String = "") throws(Refusal) -> T {
         do {
-            return try JSONValueDecoding(value: value, path: path, codingPath: [], userInfo: userInfo).decodeValue(T.self)
-        } catch let error as APIError {
+            return try JSONValueDecoding<Refusal>(value: value, path: path, codingPath: [], userInfo: userInfo).decodeValue(T.self)
+        } catch let error as Refusal {
             throw error
         } catch let error as DecodingError {
             // Thrown by a conformance's own checks (`dataCorrupted`): say where.
-            throw .invalid(JSONValueDecoding.describe(path), "is not valid (\(error.reasonText))")
+            throw .invalid(JSONValueDecoding<Refusal>.describe(path), "is not valid (\(error.reasonText))")
         } catch {
-            throw .invalid(JSONValueDecoding.describe(path), "is not valid")
+            throw .invalid(JSONValueDecoding<Refusal>.describe(path), "is not valid")
         }
     }
 }
 
 /// A string enum the API reads by its raw values; a refusal lists them.
-protocol JSONChoice: CaseIterable, RawRepresentable, Decodable where RawValue == String {}
+public protocol JSONChoice: CaseIterable, RawRepresentable, Decodable where RawValue == String {}
 
 extension DecodingError {
     fileprivate var reasonText: String {
@@ -44,7 +46,7 @@ extension DecodingError {
     }
 }
 
-private struct JSONValueDecoding: Decoder, SingleValueDecodingContainer {
+private struct JSONValueDecoding<Refusal: JSONRefusal>: Decoder, SingleValueDecodingContainer {
     let value: JSONValue
     /// The field's path as error messages name it: empty for the body itself.
     let path: String
@@ -62,15 +64,15 @@ private struct JSONValueDecoding: Decoder, SingleValueDecodingContainer {
     // MARK: Decoder
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard case .object(let members) = value else { throw APIError.wrongType(described, expected: "an object", got: value) }
+        guard case .object(let members) = value else { throw Refusal.wrongType(described, expected: "an object", got: value) }
         if let unknown = members.keys.sorted().first(where: { Key(stringValue: $0) == nil }) {
-            throw APIError.invalid(field(unknown), "is not a known field")
+            throw Refusal.invalid(field(unknown), "is not a known field")
         }
         return KeyedDecodingContainer(Keyed<Key>(decoder: self, members: members))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        guard case .array(let elements) = value else { throw APIError.wrongType(described, expected: "an array", got: value) }
+        guard case .array(let elements) = value else { throw Refusal.wrongType(described, expected: "an array", got: value) }
         return Unkeyed(decoder: self, elements: elements)
     }
 
@@ -83,17 +85,17 @@ private struct JSONValueDecoding: Decoder, SingleValueDecodingContainer {
     func decodeNil() -> Bool { value == .null }
 
     func decode(_ type: Bool.Type) throws -> Bool {
-        guard case .bool(let bool) = value else { throw APIError.wrongType(described, expected: "true or false", got: value) }
+        guard case .bool(let bool) = value else { throw Refusal.wrongType(described, expected: "true or false", got: value) }
         return bool
     }
 
     func decode(_ type: String.Type) throws -> String {
-        guard case .string(let string) = value else { throw APIError.wrongType(described, expected: "a string", got: value) }
+        guard case .string(let string) = value else { throw Refusal.wrongType(described, expected: "a string", got: value) }
         return string
     }
 
     func decode(_ type: Double.Type) throws -> Double {
-        guard case .number(let number) = value else { throw APIError.wrongType(described, expected: "a number", got: value) }
+        guard case .number(let number) = value else { throw Refusal.wrongType(described, expected: "a number", got: value) }
         return number
     }
 
@@ -124,7 +126,7 @@ private struct JSONValueDecoding: Decoder, SingleValueDecodingContainer {
         let raw = try decode(String.self)
         guard let choice = Choice(rawValue: raw) else {
             let allowed = Choice.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
-            throw APIError.invalid(described, "must be one of \(allowed)")
+            throw Refusal.invalid(described, "must be one of \(allowed)")
         }
         return choice
     }
@@ -132,9 +134,9 @@ private struct JSONValueDecoding: Decoder, SingleValueDecodingContainer {
     /// A number with no fraction that fits `Integer`.
     private func whole<Integer: FixedWidthInteger>(_ type: Integer.Type) throws -> Integer {
         let number = try decode(Double.self)
-        guard number.isFinite, number.rounded() == number else { throw APIError.invalid(described, "must be a whole number") }
-        guard abs(number) <= JSONValue.largestExactInteger else { throw APIError.inexactInteger(described) }
-        guard let whole = Integer(exactly: number) else { throw APIError.invalid(described, "must be a whole number") }
+        guard number.isFinite, number.rounded() == number else { throw Refusal.invalid(described, "must be a whole number") }
+        guard abs(number) <= JSONValue.largestExactInteger else { throw Refusal.inexactInteger(described) }
+        guard let whole = Integer(exactly: number) else { throw Refusal.invalid(described, "must be a whole number") }
         return whole
     }
 
@@ -178,7 +180,7 @@ private struct JSONValueDecoding: Decoder, SingleValueDecodingContainer {
         /// The member `key`, which must be given (not absent, not `null`).
         private func child(_ key: Key, expected: String) throws -> JSONValueDecoding {
             let path = decoder.field(key.stringValue)
-            guard let value = members[key.stringValue], value != .null else { throw APIError.missing(path, expected: expected) }
+            guard let value = members[key.stringValue], value != .null else { throw Refusal.missing(path, expected: expected) }
             return decoder.child(value, key: key, path: path)
         }
 
@@ -230,7 +232,7 @@ private struct JSONValueDecoding: Decoder, SingleValueDecodingContainer {
 
         private mutating func next() throws -> JSONValueDecoding {
             let path = "\(decoder.path)[\(currentIndex)]"
-            guard !isAtEnd else { throw APIError.missing(path, expected: "a value") }
+            guard !isAtEnd else { throw Refusal.missing(path, expected: "a value") }
             defer { currentIndex += 1 }
             return decoder.child(elements[currentIndex], key: Index(intValue: currentIndex), path: path)
         }

@@ -195,7 +195,7 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
     private static let lockFailures: [ResultCode] = [.SQLITE_BUSY, .SQLITE_LOCKED]
 
     private static let locked = FeedStoreUnavailable(
-        "SQLite could not store the items: another process held the database's lock for \(ActionRunner.describe(lockDeadline))")
+        "SQLite could not store the items: another process held the database's lock for \(lockDeadline.secondsText)")
 
     /// Reads the head, then takes the write lock and lets it go at once: a feed whose writes
     /// cannot get the lock (another process holds it) is not ready, although it reads.
@@ -221,7 +221,7 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
     ]
 
     /// Stores items synchronously, at start-up, keeping any already there.
-    func seed(_ items: [FeedItem]) throws {
+    public func seed(_ items: [FeedItem]) throws {
         try ItemRules.check(items)
         try database.write { db in _ = try Self.upsert(items, replacing: false, db) }
     }

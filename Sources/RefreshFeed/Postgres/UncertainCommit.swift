@@ -65,7 +65,7 @@ struct UncertainCommit: Sendable, Equatable {
             }
             guard ContinuousClock.now < deadline else {
                 throw FeedStoreUnavailable(
-                    "PostgreSQL did not say within \(ActionRunner.describe(limit)) whether a write whose COMMIT was sent committed; retrying with the same ids stores each item once"
+                    "PostgreSQL did not say within \(limit.secondsText) whether a write whose COMMIT was sent committed; retrying with the same ids stores each item once"
                 )
             }
             try await Task.sleep(for: pause)

@@ -32,14 +32,14 @@ public final class UpstreamSet: Sendable {
     let maxBytes: Int
     let timeout: Duration
     /// Counts and times each feed's fetch.
-    let metrics: ServerMetrics?
+    let metrics: (any FeedObserver)?
     private let client: HTTPClient
 
     /// - Parameters:
     ///   - maxBytes: a feed larger than this fails the refresh instead of filling memory.
     ///   - timeout: the longest a whole download may take.
     public init(
-        urls: [String], maxBytes: Int = 10 * 1024 * 1024, timeout: Duration = .seconds(20), metrics: ServerMetrics? = nil
+        urls: [String], maxBytes: Int = 10 * 1024 * 1024, timeout: Duration = .seconds(20), metrics: (any FeedObserver)? = nil
     ) throws {
         for url in urls {
             guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
@@ -77,10 +77,10 @@ public final class UpstreamSet: Sendable {
                     let started = ContinuousClock.now
                     do {
                         let added = try await self.refresh(url, into: store) { report(index, $0, $1, $2) }
-                        self.metrics?.upstreamFetched(.completed, in: .now - started)
+                        self.metrics?.upstreamFetchFinished(.completed, in: .now - started)
                         return (index, added)
                     } catch {
-                        self.metrics?.upstreamFetched(Task.isCancelled ? .cancelled : .failed, in: .now - started)
+                        self.metrics?.upstreamFetchFinished(Task.isCancelled ? .cancelled : .failed, in: .now - started)
                         throw error
                     }
                 }
@@ -106,7 +106,7 @@ public final class UpstreamSet: Sendable {
         let deadline = NIODeadline.now() + TimeAmount(timeout)
         let download = try await UpstreamDeadline.run(
             within: timeout + .milliseconds(200),
-            else: UpstreamError(description: "\(host) did not send the whole feed within \(ActionRunner.describe(timeout)).")
+            else: UpstreamError(description: "\(host) did not send the whole feed within \(timeout.secondsText).")
         ) {
             try await self.download(url, validators: validators, deadline: deadline, report: report)
         }
@@ -205,10 +205,10 @@ public final class UpstreamSet: Sendable {
             switch admission {
             case .keep(let item, let cut):
                 items.append(item)
-                for field in cut { metrics?.upstreamFieldCut(field) }
+                for field in cut { metrics?.upstreamTextCut(in: field) }
             case .skip(let reason):
                 skipped += 1
-                metrics?.upstreamItemSkipped(reason)
+                metrics?.upstreamItemSkipped(because: reason)
             }
         }
         return (items, skipped)
@@ -248,7 +248,7 @@ public final class UpstreamSet: Sendable {
             return UpstreamError(description: "\(host) could not be found (DNS).")
         }
         if lower.contains("timeout") || lower.contains("timed out") || error is CancellationError {
-            return UpstreamError(description: "\(host) did not answer within \(ActionRunner.describe(timeout)).")
+            return UpstreamError(description: "\(host) did not answer within \(timeout.secondsText).")
         }
         return UpstreamError(description: "\(host) could not be reached: \(text).")
     }

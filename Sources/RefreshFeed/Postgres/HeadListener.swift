@@ -5,16 +5,16 @@ import Synchronization
 
 /// Brings the head other instances moved to this one: a connection of its own `LISTEN`s on
 /// the feed's channel, and each notification (a wake-up carrying the new head, never the
-/// items) makes the hub read the head and tell its sessions.
+/// items) makes the subscriber read the head and tell its sessions.
 ///
 /// Nothing is lost between notifications: after every (re)connection the listener reads the
 /// head before waiting, so whatever committed while it was away is told then; the hub moves
 /// only forward, so nothing is told twice. A slow poll of the head runs beside it, as a
 /// safety net for a notification that never came. While the connection is down, the
 /// instance says it is not ready (``isListening``) and tries again with a growing backoff.
-final class HeadListener: Service, Sendable {
+public final class HeadListener: Service, Sendable {
     private let feed: PostgresFeed
-    private let news: NewsHub
+    private let news: any HeadSubscriber
     private let pollInterval: Duration
     private let logger: Logger
     private let listening = Atomic<Bool>(false)
@@ -22,7 +22,9 @@ final class HeadListener: Service, Sendable {
     /// Called after each reconnection (not the first connection).
     private let onReconnect: @Sendable () -> Void
 
-    init(feed: PostgresFeed, news: NewsHub, pollInterval: Duration, logger: Logger, onReconnect: @escaping @Sendable () -> Void = {}) {
+    public init(
+        feed: PostgresFeed, news: any HeadSubscriber, pollInterval: Duration, logger: Logger, onReconnect: @escaping @Sendable () -> Void = {}
+    ) {
         self.feed = feed
         self.news = news
         self.pollInterval = pollInterval
@@ -31,12 +33,12 @@ final class HeadListener: Service, Sendable {
     }
 
     /// The notification connection is up and listening.
-    var isListening: Bool { listening.load(ordering: .relaxed) }
+    public var isListening: Bool { listening.load(ordering: .relaxed) }
 
     /// Times the connection was lost and made again.
-    var reconnectCount: Int { reconnects.load(ordering: .relaxed) }
+    public var reconnectCount: Int { reconnects.load(ordering: .relaxed) }
 
-    func run() async throws {
+    public func run() async throws {
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
                 group.addTask { await self.listen() }
@@ -61,12 +63,12 @@ final class HeadListener: Service, Sendable {
                         connectedBefore = true
                         backoff = Self.firstBackoff
                         // Whatever committed while nobody listened; only then is the instance ready.
-                        await self.news.catchUp(with: self.feed)
+                        await self.news.headMayHaveMoved(in: self.feed)
                         self.listening.store(true, ordering: .relaxed)
                         for try await notification in notifications {
                             // A burst of commits: the first read reaches the newest head.
-                            if let head = FeedPosition(notification.payload), head <= self.news.position { continue }
-                            await self.news.catchUp(with: self.feed)
+                            if let head = FeedPosition(notification.payload), head <= self.news.knownHead { continue }
+                            await self.news.headMayHaveMoved(in: self.feed)
                         }
                     }
                 }
@@ -88,7 +90,7 @@ final class HeadListener: Service, Sendable {
         while !Task.isCancelled {
             try? await Task.sleep(for: pollInterval)
             if Task.isCancelled { return }
-            await news.catchUp(with: feed)
+            await news.headMayHaveMoved(in: feed)
         }
     }
 

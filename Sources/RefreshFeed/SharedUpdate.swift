@@ -3,7 +3,7 @@ import Synchronization
 /// Single flight for feed updates: every refresh that starts while an update runs joins it
 /// instead of starting another, and each joiner sees the update's progress from the moment
 /// it joined. The update is cancelled only when no one waits for it any more.
-final class SharedUpdate: Sendable {
+public final class SharedUpdate: Sendable {
     private let source: any FeedSource
 
     private final class Flight: Sendable {
@@ -20,14 +20,14 @@ final class SharedUpdate: Sendable {
 
     private let state = Mutex(State())
     /// Counts and times each update, once however many refreshes share it.
-    private let metrics: ServerMetrics
+    private let metrics: any FeedObserver
 
-    init(source: any FeedSource, metrics: ServerMetrics) {
+    public init(source: any FeedSource, metrics: any FeedObserver) {
         self.source = source
         self.metrics = metrics
     }
 
-    func run(progress: @escaping ProgressSink) async throws -> FeedUpdate {
+    public func run(progress: @escaping ProgressSink) async throws -> FeedUpdate {
         let (flight, listener, latest) = state.withLock { state -> (Flight, Int, FeedProgress?) in
             let listener = state.nextListener
             state.nextListener += 1
@@ -39,10 +39,10 @@ final class SharedUpdate: Sendable {
                     let started = ContinuousClock.now
                     do {
                         let update = try await source.update { progress in self.broadcast(progress) }
-                        metrics.feedUpdated(.completed, in: .now - started)
+                        metrics.feedUpdateFinished(.completed, in: .now - started)
                         return update
                     } catch {
-                        metrics.feedUpdated(error is CancellationError || Task.isCancelled ? .cancelled : .failed, in: .now - started)
+                        metrics.feedUpdateFinished(error is CancellationError || Task.isCancelled ? .cancelled : .failed, in: .now - started)
                         throw error
                     }
                 })

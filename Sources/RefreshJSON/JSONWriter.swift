@@ -1,39 +1,40 @@
 import NIOCore
 
 /// Writes JSON straight into a `ByteBuffer`: events are encoded once on the hot path, with
-/// no intermediate `String`, no `Encoder` and no dictionary.
-struct JSONWriter {
-    var buffer: ByteBuffer
-    private var needsComma = false
+/// no intermediate `String`, no `Encoder` and no dictionary. Its small steps are
+/// `@inlinable` so the server's event encoders, in another module, still inline them.
+public struct JSONWriter {
+    public var buffer: ByteBuffer
+    @usableFromInline var needsComma = false
 
-    init(buffer: ByteBuffer) { self.buffer = buffer }
+    @inlinable public init(buffer: ByteBuffer) { self.buffer = buffer }
 
-    init(capacity: Int = 256) { self.buffer = ByteBufferAllocator().buffer(capacity: capacity) }
+    public init(capacity: Int = 256) { self.buffer = ByteBufferAllocator().buffer(capacity: capacity) }
 
-    mutating func beginObject() {
+    @inlinable public mutating func beginObject() {
         separate()
         buffer.writeInteger(UInt8(ascii: "{"))
         needsComma = false
     }
 
-    mutating func endObject() {
+    @inlinable public mutating func endObject() {
         buffer.writeInteger(UInt8(ascii: "}"))
         needsComma = true
     }
 
-    mutating func beginArray() {
+    @inlinable public mutating func beginArray() {
         separate()
         buffer.writeInteger(UInt8(ascii: "["))
         needsComma = false
     }
 
-    mutating func endArray() {
+    @inlinable public mutating func endArray() {
         buffer.writeInteger(UInt8(ascii: "]"))
         needsComma = true
     }
 
     /// A member name; the next value written is its value.
-    mutating func key(_ name: StaticString) {
+    @inlinable public mutating func key(_ name: StaticString) {
         separate()
         buffer.writeInteger(UInt8(ascii: "\""))
         buffer.writeStaticString(name)
@@ -41,72 +42,72 @@ struct JSONWriter {
         needsComma = false
     }
 
-    mutating func key(_ name: String) {
+    @inlinable public mutating func key(_ name: String) {
         value(name)
         buffer.writeInteger(UInt8(ascii: ":"))
         needsComma = false
     }
 
-    mutating func value(_ string: String) {
+    @inlinable public mutating func value(_ string: String) {
         separate()
         buffer.writeJSONString(string)
         needsComma = true
     }
 
-    mutating func value(_ number: Double) {
+    @inlinable public mutating func value(_ number: Double) {
         separate()
         buffer.writeJSONNumber(number)
         needsComma = true
     }
 
-    mutating func value(_ number: Int) {
+    @inlinable public mutating func value(_ number: Int) {
         separate()
         buffer.writeString(String(number))
         needsComma = true
     }
 
-    mutating func value(_ bool: Bool) {
+    @inlinable public mutating func value(_ bool: Bool) {
         separate()
         buffer.writeStaticString(bool ? "true" : "false")
         needsComma = true
     }
 
-    mutating func null() {
+    @inlinable public mutating func null() {
         separate()
         buffer.writeStaticString("null")
         needsComma = true
     }
 
-    mutating func value(_ string: String?) {
+    @inlinable public mutating func value(_ string: String?) {
         if let string { value(string) } else { null() }
     }
 
-    mutating func field(_ name: StaticString, _ string: String) {
+    @inlinable public mutating func field(_ name: StaticString, _ string: String) {
         key(name)
         value(string)
     }
 
-    mutating func field(_ name: StaticString, _ number: Double) {
+    @inlinable public mutating func field(_ name: StaticString, _ number: Double) {
         key(name)
         value(number)
     }
 
-    mutating func field(_ name: StaticString, _ number: Int) {
+    @inlinable public mutating func field(_ name: StaticString, _ number: Int) {
         key(name)
         value(number)
     }
 
-    mutating func field(_ name: StaticString, _ bool: Bool) {
+    @inlinable public mutating func field(_ name: StaticString, _ bool: Bool) {
         key(name)
         value(bool)
     }
 
-    mutating func field(_ name: StaticString, _ string: String?) {
+    @inlinable public mutating func field(_ name: StaticString, _ string: String?) {
         key(name)
         value(string)
     }
 
-    private mutating func separate() {
+    @inlinable mutating func separate() {
         if needsComma { buffer.writeInteger(UInt8(ascii: ",")) }
     }
 }
@@ -115,7 +116,7 @@ extension ByteBuffer {
     /// A JSON string literal. Besides the required escapes, `<`, `>` and `&` are escaped so
     /// a title can never close a `<script>` or start markup if a client embeds it in HTML,
     /// and U+2028/2029 so the output is also valid JavaScript.
-    mutating func writeJSONString(_ string: String) {
+    public mutating func writeJSONString(_ string: String) {
         writeInteger(UInt8(ascii: "\""))
         let clean = string.utf8.withContiguousStorageIfAvailable { bytes in
             !bytes.contains {
@@ -156,7 +157,7 @@ extension ByteBuffer {
 
     /// Whole numbers without a fraction, others in Swift's shortest round-trip form;
     /// non-finite numbers (never produced on purpose) as `null`, since JSON has no NaN.
-    mutating func writeJSONNumber(_ number: Double) {
+    public mutating func writeJSONNumber(_ number: Double) {
         guard number.isFinite else {
             writeStaticString("null")
             return

@@ -1,3 +1,11 @@
+// RefreshJSON: the JSON toolkit the feed and the server share (a strict parser, a decoder of
+// `Decodable` types that names the faulty field, a writer straight into a `ByteBuffer`).
+// It holds no role of the architecture's own (the package's four library targets are the
+// engine, the feed, the connection layer and the server); it is a leaf utility, standard
+// library and NIOCore only, so the feed can read JSON Feed without depending on the server.
+// What only the server speaks (a gesture state, a config, an error body) stays there, as
+// extensions.
+
 /// A parsed JSON document. Every request body is parsed into this first, so that numbers
 /// beyond `Double`'s range, and the non-JSON `NaN` / `Infinity` some encoders emit, arrive
 /// as non-finite numbers the API can refuse with `422` instead of a parse failure. The cold
@@ -12,7 +20,8 @@ public enum JSONValue: Sendable, Equatable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    var typeName: String {
+    /// How a refusal names what it got instead (`not a string`).
+    public var typeName: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
@@ -25,20 +34,21 @@ public enum JSONValue: Sendable, Equatable {
 }
 
 /// A JSON body did not parse.
-struct JSONSyntaxError: Error, Sendable, Equatable {
-    var offset: Int
-    var reason: String
+public struct JSONSyntaxError: Error, Sendable, Equatable {
+    /// Where the parser stopped, so a refusal can point at the byte.
+    public var offset: Int
+    public var reason: String
 }
 
 /// A strict JSON parser over UTF-8 bytes, with a nesting limit so hostile input cannot
 /// exhaust the stack.
-struct JSONParser {
-    static let maximumDepth = 32
+public struct JSONParser {
+    public static let maximumDepth = 32
 
     private let bytes: [UInt8]
     private var index = 0
 
-    static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
+    public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
         var parser = JSONParser(bytes: bytes)
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 0)

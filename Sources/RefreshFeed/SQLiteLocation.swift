@@ -2,12 +2,13 @@ import Foundation
 import GRDB
 
 /// `--database` as an SQLite file, opened at start so that a path that can never work (a
-/// folder, a place that cannot be written) stops the start with one ``ConfigurationError``
-/// naming the setting: `refresh-server` then exits with EX_CONFIG (78), which a service
-/// manager is told not to restart for, instead of failing the same way every few seconds.
-enum SQLiteLocation {
+/// folder, a place that cannot be written) stops the start with one
+/// ``DatabaseLocationError``, which the server reports as a configuration error naming the
+/// setting: `refresh-server` then exits with EX_CONFIG (78), which a service manager is told
+/// not to restart for, instead of failing the same way every few seconds.
+public enum SQLiteLocation {
     /// The feed at `path`; a path that cannot hold an SQLite database is a configuration error.
-    static func open(_ path: String, upstreams: UpstreamSet?) throws -> SQLiteFeed {
+    public static func open(_ path: String, upstreams: UpstreamSet?) throws -> SQLiteFeed {
         if path != ":memory:" { try check(path) }
         do {
             return try SQLiteFeed(path: path, upstreams: upstreams)
@@ -22,7 +23,7 @@ enum SQLiteLocation {
     private static let unusable: [ResultCode] = [.SQLITE_CANTOPEN, .SQLITE_READONLY, .SQLITE_PERM, .SQLITE_NOTADB]
 
     /// The reasons SQLite would give in its own words, said in the operator's.
-    static func check(_ path: String) throws(ConfigurationError) {
+    static func check(_ path: String) throws(DatabaseLocationError) {
         let files = FileManager.default
         var isFolder: ObjCBool = false
         if path.hasSuffix("/") || (files.fileExists(atPath: path, isDirectory: &isFolder) && isFolder.boolValue) {
@@ -49,7 +50,7 @@ enum SQLiteLocation {
         }
     }
 
-    private static func problem(_ path: String, _ problem: String) -> ConfigurationError {
-        ConfigurationError(setting: "database", value: path, problem: problem)
+    private static func problem(_ path: String, _ problem: String) -> DatabaseLocationError {
+        DatabaseLocationError(path: path, problem: problem)
     }
 }

@@ -1,3 +1,5 @@
+import RefreshJSON
+
 /// One entry of the list. Titles and summaries are plain text: clients must render them as
 /// text, and the JSON encoder escapes `<`, `>` and `&` as a second guard.
 ///
@@ -97,7 +99,9 @@ public struct FeedHead: Sendable, Equatable {
 }
 
 extension JSONWriter {
-    mutating func item(_ item: FeedItem) {
+    /// The one way an item is written, in events and answers alike, so every client reads
+    /// the same members.
+    public mutating func item(_ item: FeedItem) {
         beginObject()
         field("id", item.id)
         field("title", item.title)
@@ -108,7 +112,7 @@ extension JSONWriter {
         endObject()
     }
 
-    mutating func items(_ items: [FeedItem]) {
+    public mutating func items(_ items: [FeedItem]) {
         beginArray()
         for item in items { self.item(item) }
         endArray()

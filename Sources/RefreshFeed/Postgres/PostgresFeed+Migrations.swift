@@ -1,0 +1,95 @@
+import PostgresNIO
+
+extension PostgresFeed {
+    /// Versioned schema changes, applied in order, each once, by whichever instance comes
+    /// first (the others wait on the lock and then find them applied).
+    static let migrations: [(name: String, sql: [String])] = [
+        (
+            "v1: items, positions, upstream validators",
+            [
+                // Ids compare byte by byte, as in SQLite and in the cursors pages carry.
+                """
+                CREATE TABLE item (
+                    id text COLLATE "C" PRIMARY KEY,
+                    title text NOT NULL,
+                    summary text,
+                    link text,
+                    author text,
+                    published bigint NOT NULL,
+                    position bigint NOT NULL UNIQUE
+                )
+                """,
+                "CREATE INDEX item_order ON item (published, id)",
+                // One row: the newest position. Writers lock it until they commit.
+                "CREATE TABLE feed_head (one boolean PRIMARY KEY DEFAULT true CHECK (one), position bigint NOT NULL)",
+                "INSERT INTO feed_head (position) VALUES (0)",
+                "CREATE TABLE upstream (url text PRIMARY KEY, etag text, last_modified text, checked bigint)",
+            ]
+        )
+    ]
+
+    /// Advisory lock keys: the schema's migration, and the upstream refresh.
+    enum LockKey: Int64 {
+        case migration = 0x7074_7201
+        case upstreamRefresh = 0x7074_7202
+    }
+
+    /// Waits until the schema is up to date; a failed attempt is tried again by the next call.
+    func migrated() async throws {
+        if isMigrated.load(ordering: .acquiring) { return }
+        let task = migration.withLock { migration in
+            if let migration { return migration }
+            let task = Task { try await self.migrate() }
+            migration = task
+            return task
+        }
+        do {
+            // The migration is shared: a caller that gives up leaves it running for the others.
+            let answer = FirstAnswer<Void>()
+            try await withTaskCancellationHandler {
+                Task {
+                    do { answer.give(.success(try await task.value)) } catch { answer.give(.failure(error)) }
+                }
+                try await answer.value
+            } onCancel: {
+                answer.give(.failure(CancellationError()))
+            }
+            isMigrated.store(true, ordering: .releasing)
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            migration.withLock { if $0 == task { $0 = nil } }
+            throw error
+        }
+    }
+
+    private func migrate() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(LockKey.migration.rawValue))", logger: logger)
+            try await connection.query(
+                "CREATE TABLE IF NOT EXISTS schema_migration (name text PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())",
+                logger: logger)
+            var applied = Set<String>()
+            for try await name in try await connection.query("SELECT name FROM schema_migration", logger: logger).decode(String.self) {
+                applied.insert(name)
+            }
+            for migration in Self.migrations where !applied.contains(migration.name) {
+                for statement in migration.sql {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query("INSERT INTO schema_migration (name) VALUES (\(migration.name))", logger: logger)
+                logger.notice("Applied migration", metadata: ["migration": "\(migration.name)"])
+            }
+        }
+    }
+
+    /// The migrations applied so far, oldest first.
+    func appliedMigrations() async throws -> [String] {
+        try await migrated()
+        var names: [String] = []
+        for try await name in try await client.query("SELECT name FROM schema_migration ORDER BY applied, name", logger: logger).decode(String.self) {
+            names.append(name)
+        }
+        return names
+    }
+}

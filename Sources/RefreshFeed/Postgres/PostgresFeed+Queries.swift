@@ -1,0 +1,140 @@
+import PostgresNIO
+
+extension PostgresFeed {
+    public func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage {
+        try await page(
+            limit: limit,
+            """
+            SELECT * FROM item WHERE (published, id) > (\(cursor.published.milliseconds), \(cursor.id))
+            ORDER BY published DESC, id DESC LIMIT \(limit + 1)
+            """)
+    }
+
+    public func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
+        try await page(
+            limit: limit,
+            """
+            SELECT * FROM item WHERE position > \(position) ORDER BY published DESC, id DESC LIMIT \(limit + 1)
+            """)
+    }
+
+    public func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
+        let through = position ?? .max
+        if let cursor {
+            return try await page(
+                limit: limit,
+                """
+                SELECT * FROM item WHERE (published, id) < (\(cursor.published.milliseconds), \(cursor.id)) AND position <= \(through)
+                ORDER BY published DESC, id DESC LIMIT \(limit + 1)
+                """)
+        }
+        return try await page(
+            limit: limit,
+            """
+            SELECT * FROM item WHERE position <= \(through) ORDER BY published DESC, id DESC LIMIT \(limit + 1)
+            """)
+    }
+
+    public func head() async throws -> FeedHead? {
+        try await answered("reading the head") { _ in try await self.readHead() }
+    }
+
+    private func readHead() async throws -> FeedHead? {
+        try await migrated()
+        // The head's position as an init plan, so the item is one index lookup whatever the
+        // planner's statistics say; an empty feed (head 0) has no such row.
+        let rows = try await client.query(
+            """
+            SELECT position, id, title, summary, link, author, published FROM item
+            WHERE position = (SELECT position FROM feed_head)
+            """, logger: logger)
+        for try await row in rows.decode(ItemRow.self) {
+            guard let item = Self.item(row) else { return nil }
+            return FeedHead(position: row.0, item: item)
+        }
+        return nil
+    }
+
+    public func publish(_ items: [FeedItem]) async throws -> [FeedItem] {
+        let stored = ItemKey.lastOfEachID(items)
+        _ = try await store(stored)
+        return stored
+    }
+
+    public func item(id: String) async throws -> FeedItem? {
+        try await answered("reading an item") { _ in try await self.readItem(id: id) }
+    }
+
+    public func position(of id: String) async throws -> FeedPosition? {
+        try await answered("reading an item's position") { _ in
+            try await self.migrated()
+            let rows = try await self.client.query("SELECT position FROM item WHERE id = \(id)", logger: self.logger)
+            for try await position in rows.decode(Int64.self) { return position }
+            return nil
+        }
+    }
+
+    private func readItem(id: String) async throws -> FeedItem? {
+        try await migrated()
+        let rows = try await client.query(
+            """
+            SELECT position, id, title, summary, link, author, published FROM item WHERE id = \(id)
+            """, logger: logger)
+        for try await row in rows.decode(ItemRow.self) { return Self.item(row) }
+        return nil
+    }
+
+    /// (position, id, title, summary, link, author, published); the item's columns are
+    /// `nil` where a head row has no item.
+    private typealias ItemRow = (Int64, String?, String?, String?, String?, String?, Int64?)
+
+    /// Runs `query` (a `SELECT * FROM item …` of at most `limit + 1` rows) joined to the head
+    /// in one statement, so the page and its head come from one snapshot.
+    private func page(limit: Int, _ query: PostgresQuery) async throws -> FeedPage {
+        try await answered("reading items") { _ in try await self.readPage(limit: limit, query) }
+    }
+
+    private func readPage(limit: Int, _ query: PostgresQuery) async throws -> FeedPage {
+        try await migrated()
+        var sql = "SELECT h.position, i.id, i.title, i.summary, i.link, i.author, i.published FROM feed_head h LEFT JOIN LATERAL ("
+        sql += query.sql
+        sql += ") i ON true ORDER BY i.published DESC, i.id DESC"
+        let joined = PostgresQuery(unsafeSQL: sql, binds: query.binds)
+        var head: FeedPosition = 0
+        var items: [FeedItem] = []
+        for try await row in try await client.query(joined, logger: logger).decode(ItemRow.self) {
+            head = row.0
+            if let item = Self.item(row) { items.append(item) }
+        }
+        return FeedPage(items: Array(items.prefix(limit)), hasMore: items.count > limit, head: head)
+    }
+
+    private static func item(_ row: ItemRow) -> FeedItem? {
+        guard let id = row.1, let title = row.2, let published = row.6 else { return nil }
+        return FeedItem(id: id, title: title, summary: row.3, link: row.4, author: row.5, published: Timestamp(milliseconds: published))
+    }
+}
+
+extension PostgresFeed: UpstreamStore {
+    func validators(for url: String) async throws -> UpstreamValidators {
+        try await answered("reading an upstream's validators") { _ in
+            let rows = try await self.client.query("SELECT etag, last_modified FROM upstream WHERE url = \(url)", logger: self.logger)
+            for try await (etag, lastModified) in rows.decode((String?, String?).self) {
+                return UpstreamValidators(etag: etag, lastModified: lastModified)
+            }
+            return UpstreamValidators()
+        }
+    }
+
+    func saveValidators(_ validators: UpstreamValidators, for url: String) async throws {
+        try await answered("saving an upstream's validators") { _ in try await self.writeValidators(validators, for: url) }
+    }
+
+    private func writeValidators(_ validators: UpstreamValidators, for url: String) async throws {
+        try await client.query(
+            """
+            INSERT INTO upstream (url, etag, last_modified, checked) VALUES (\(url), \(validators.etag), \(validators.lastModified), \(Timestamp.now().milliseconds))
+            ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified, checked = excluded.checked
+            """, logger: logger)
+    }
+}

@@ -1,0 +1,107 @@
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// The feed in PostgreSQL, shared by every instance of the server: the same items, feed
+/// positions and upstream state, whichever instance wrote them.
+///
+/// Positions are visible in order across instances because a writer that adds items first
+/// locks the one row holding the head (`SELECT … FOR UPDATE`) and keeps it until it commits:
+/// writers take positions one after another, and each commits before the next can read the
+/// head. A sequence alone would not do, as transactions commit out of sequence order. The
+/// commit also `NOTIFY`s the new head on ``notificationChannel``; ``HeadListener`` turns
+/// that into news on every instance.
+///
+/// The client's connection pool runs as a service of the server (``Runner``); every call
+/// first waits for the schema to be migrated, which is retried until PostgreSQL answers.
+/// The rest of it, by concern: the runner, the migrations, the reads, the upsert and the
+/// deadline every operation runs under, each in a file of this folder.
+public final class PostgresFeed: FeedSource, Sendable {
+    /// The channel every commit that moves the head notifies, with the head as payload.
+    static let notificationChannel = "ptr_feed_head"
+
+    let client: PostgresClient
+    /// For a connection outside the pool, to learn the fate of a commit (``UncertainCommit``).
+    let direct: PostgresConnection.Configuration
+    let upstreams: UpstreamSet?
+    let logger: Logger
+    let migration = Mutex<Task<Void, any Error>?>(nil)
+    /// Set once the schema is known to be up to date, so calls after that go straight on.
+    let isMigrated = Atomic<Bool>(false)
+
+    /// - Parameters:
+    ///   - url: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`, optionally `?sslmode=disable|prefer|require`.
+    ///   - upstreams: feeds a refresh pulls from, once across every instance sharing the database.
+    public init(url: String, upstreams: UpstreamSet? = nil, logger: Logger = Logger(label: "refresh-server.postgres")) throws {
+        let location = try PostgresLocation(url: url)
+        var configuration = PostgresClient.Configuration(
+            host: location.host, port: location.port, username: location.user, password: location.password,
+            database: location.database, tls: location.tls.client)
+        configuration.options.maximumConnections = 20
+        configuration.options.connectTimeout = .seconds(5)
+        // The pool reports every failed connection attempt; the listener and the requests
+        // already say when PostgreSQL is away, once per attempt of their own.
+        var background = logger
+        background.logLevel = max(logger.logLevel, .warning)
+        client = PostgresClient(configuration: configuration, backgroundLogger: background)
+        var direct = PostgresConnection.Configuration(
+            host: location.host, port: location.port, username: location.user, password: location.password, database: location.database,
+            tls: try location.tls.connection)
+        direct.options.connectTimeout = .seconds(5)
+        self.direct = direct
+        self.upstreams = upstreams
+        self.logger = logger
+    }
+
+    public var isEmpty: Bool {
+        get async throws { try await head() == nil }
+    }
+
+    // MARK: - FeedSource
+
+    public func update(progress: @escaping ProgressSink) async throws -> FeedUpdate {
+        guard let upstreams else {
+            progress(FeedProgress(fraction: 1, stage: "checking", message: "Checked for new items"))
+            return FeedUpdate(added: 0, message: "Up to date")
+        }
+        try await migrated()
+        return try await onceAcrossInstances(progress: progress) {
+            try await upstreams.refresh(into: self, progress: progress)
+        }
+    }
+
+    /// Runs `refresh` while holding the cluster's upstream lock. When another instance holds
+    /// it, this waits for that refresh to end instead of fetching the same feeds again: its
+    /// items are then in the feed, where the caller reads them.
+    private func onceAcrossInstances(progress: @escaping ProgressSink, _ refresh: () async throws -> FeedUpdate) async throws -> FeedUpdate {
+        let key = LockKey.upstreamRefresh.rawValue
+        // A session-level lock lives on one connection: the refresh holds it meanwhile, and a
+        // connection that dies releases it.
+        return try await client.withConnection { connection in
+            var waited = false
+            while true {
+                let rows = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: logger)
+                if try await rows.decode(Bool.self).first(where: { _ in true }) == true { break }
+                if !waited {
+                    progress(FeedProgress(fraction: 0, stage: "waiting", message: "Another instance is refreshing…"))
+                    waited = true
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            if waited {
+                // The other instance's refresh has ended: what it stored is in the feed.
+                try await connection.query("SELECT pg_advisory_unlock(\(key))", logger: logger)
+                progress(FeedProgress(fraction: 1, stage: "done", message: "Refreshed by another instance"))
+                return FeedUpdate(added: 0, message: "Up to date")
+            }
+            do {
+                let update = try await refresh()
+                try await connection.query("SELECT pg_advisory_unlock(\(key))", logger: logger)
+                return update
+            } catch {
+                _ = try? await connection.query("SELECT pg_advisory_unlock(\(key))", logger: logger)
+                throw error
+            }
+        }
+    }
+}
