@@ -69,7 +69,6 @@ let package = Package(
                 "RefreshServer/Configuration/ConfigurationSources.swift",
                 "RefreshServer/Connection/EventLoopGroupCloser.swift",
                 "RefreshServer/Connection/HTTPServer.swift",
-                "RefreshServer/Routes/HealthRoutes.swift",
                 "RefreshServer/Sessions/SessionMaintenance.swift",
             ],
             swiftSettings: instrumented

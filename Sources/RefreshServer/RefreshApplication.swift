@@ -53,20 +53,19 @@ public enum RefreshApplication {
 
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: ErrorMiddleware())
-        HealthRoutes(feed: feed, listener: store.listener, deadline: .seconds(2)).register(on: router)
-        SessionRoutes(sessions: sessions, feed: feed, streams: streams, configuration: configuration).register(on: router)
-        ItemRoutes(feed: feed, news: news, configuration: configuration).register(on: router)
-        MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams).register(on: router)
-        let serveFile: @Sendable (Request, ServerRequestContext) async throws -> Response = { request, _ in
+        var notificationsUp: (@Sendable () -> Bool)?
+        if let listener = store.listener { notificationsUp = { listener.isListening } }
+        let handlers = RouteTable.Handlers(
+            sessions: SessionRoutes(sessions: sessions, feed: feed, streams: streams, configuration: configuration),
+            items: ItemRoutes(feed: feed, news: news, configuration: configuration),
+            health: HealthRoutes(feed: feed, notificationsUp: notificationsUp, deadline: .seconds(2)),
+            metrics: MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams))
+        RouteTable.register(on: router, handlers: handlers) { request, _ in
             guard let response = try files.response(path: request.uri.path, request: request) else {
                 throw APIError(.notFound, "not_found", "Nothing at \(request.uri.path).")
             }
             return response
         }
-        router.get("/", use: serveFile)
-        router.get("**", use: serveFile)
-        router.head("/", use: serveFile)
-        router.head("**", use: serveFile)
 
         let responder = router.buildResponder()
         let ownGroup = configuration.eventLoops.map { MultiThreadedEventLoopGroup(numberOfThreads: $0) }

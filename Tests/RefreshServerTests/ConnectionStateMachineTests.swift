@@ -17,11 +17,19 @@ import Testing
         HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers)
     }
 
+    static let samplesHead = head(
+        "/api/sessions/s/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"])
+
+    /// A request as admission hands it on.
+    static func request(_ head: HTTPRequestHead, _ route: RouteTable.Route, body: String? = nil, keepAlive: Bool = true) -> Machine.Request {
+        Machine.Request(head: head, route: route, body: body.map { ByteBuffer(string: $0) }, keepAlive: keepAlive, cors: nil)
+    }
+
     /// Opens an event stream whose state is `stream`.
     static func streaming(_ stream: Int = 7) -> Machine {
         var machine = machine()
         _ = machine.headReceived(head("/api/sessions/s/events"))
-        guard case .openStream = machine.endReceived() else { fatalError("no stream asked for") }
+        precondition(machine.endReceived() == .openStream(request(head("/api/sessions/s/events"), .events(session: "s"))), "no stream asked for")
         _ = machine.streamOpened(stream)
         return machine
     }
@@ -35,26 +43,17 @@ import Testing
         _ = machine.routedResponseEnded(completely: true)
         // A new idle deadline: the first one's timer, firing late, changes nothing.
         #expect(machine.deadline != idle)
-        guard case .none = machine.deadlinePassed(idle!) else {
-            Issue.record("a stale deadline acted")
-            return
-        }
-        guard case .closeOutput = machine.deadlinePassed(machine.deadline!) else {
-            Issue.record("the idle deadline did not close")
-            return
-        }
+        #expect(machine.deadlinePassed(idle!) == .none, "a stale deadline acted")
+        #expect(machine.deadlinePassed(machine.deadline!) == .closeOutput, "the idle deadline did not close")
     }
 
     @Test func bytesThatCompleteARequestDoNotStartTheRequestDeadline() {
         var machine = Self.machine()
-        _ = machine.headReceived(
-            Self.head(
-                "/api/sessions/s/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"]))
+        _ = machine.headReceived(Self.samplesHead)
         _ = machine.bodyReceived(ByteBuffer(string: "{}"))
-        guard case .answer = machine.endReceived() else {
-            Issue.record("not answered inline")
-            return
-        }
+        #expect(
+            machine.endReceived() == .answer(Self.request(Self.samplesHead, .samples(session: "s"), body: "{}"), then: .keepAlive),
+            "not answered inline")
         _ = machine.readCompleted()
         #expect(machine.deadline?.kind == .idle)
         // The next read brings bytes but no request: a head has started.
@@ -65,10 +64,7 @@ import Testing
     @Test func partsThatArriveWhileTheRouterAnswersWaitAndAreTakenUpInOrder() {
         var machine = Self.machine()
         _ = machine.headReceived(Self.head("/one"))
-        guard case .route = machine.endReceived() else {
-            Issue.record("not routed")
-            return
-        }
+        #expect(machine.endReceived() == .route(Self.request(Self.head("/one"), .router)), "not routed")
         _ = machine.headReceived(
             Self.head(
                 "/api/sessions/s/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"]))
@@ -76,10 +72,7 @@ import Testing
         _ = machine.endReceived()
         _ = machine.headReceived(Self.head("/three"))
         _ = machine.endReceived()
-        guard case .none = machine.readRequested(writable: true) else {
-            Issue.record("read while an answer is pending")
-            return
-        }
+        #expect(machine.readRequested() == .none, "read while an answer is pending")
         _ = machine.routedResponseEnded(completely: true)
         var taken: [String] = []
         while let next = machine.nextPending() {
@@ -91,47 +84,27 @@ import Testing
         }
         #expect(taken == ["answer /api/sessions/s/samples", "route /three"])
         // The third is being answered: nothing more is read until it is.
-        guard case .none = machine.readRequested(writable: true) else {
-            Issue.record("read while an answer is pending")
-            return
-        }
+        #expect(machine.readRequested() == .none, "read while an answer is pending")
         _ = machine.routedResponseEnded(completely: true)
         if let next = machine.nextPending() { Issue.record("\(next) was still waiting") }
-        guard case .read = machine.readRequested(writable: true) else {
-            Issue.record("no read once free")
-            return
-        }
+        #expect(machine.readRequested() == .read, "no read once free")
     }
 
     @Test func anAnswerThatFailsHalfWayClosesAtOnce() {
         var machine = Self.machine()
         _ = machine.headReceived(Self.head("/one"))
         _ = machine.endReceived()
-        guard case .closeNow = machine.routedResponseEnded(completely: false) else {
-            Issue.record("kept a broken connection")
-            return
-        }
+        #expect(machine.routedResponseEnded(completely: false) == .closeNow, "kept a broken connection")
     }
 
     @Test func aFullSocketMakesTheStreamWaitForWritability() {
         var machine = Self.streaming()
-        guard case .none = machine.streamWoken(sessionEnded: false, writable: false) else {
-            Issue.record("wrote to a full socket")
-            return
-        }
-        guard case .none = machine.writabilityChanged(writable: false) else {
-            Issue.record("wrote while still full")
-            return
-        }
-        guard case .writeEvents = machine.writabilityChanged(writable: true) else {
-            Issue.record("did not resume")
-            return
-        }
+        _ = machine.writabilityChanged(writable: false)
+        #expect(machine.streamWoken(sessionEnded: false) == .none, "wrote to a full socket")
+        #expect(machine.writabilityChanged(writable: false) == .none, "wrote while still full")
+        #expect(machine.writabilityChanged(writable: true) == .writeEvents, "did not resume")
         // Writable again and not waiting: a writability change alone writes nothing.
-        guard case .none = machine.writabilityChanged(writable: true) else {
-            Issue.record("wrote twice")
-            return
-        }
+        #expect(machine.writabilityChanged(writable: true) == .none, "wrote twice")
         #expect(machine.withStream { $0 } == 7)
     }
 
@@ -140,11 +113,7 @@ import Testing
         _ = machine.headReceived(Self.head("/api/sessions/s/events"))
         _ = machine.endReceived()
         _ = machine.quiesce()
-        guard case .endStream(let stream, then: .close) = machine.streamOpened(3) else {
-            Issue.record("the stream outlived the server")
-            return
-        }
-        #expect(stream == 3)
+        #expect(machine.streamOpened(3) == .endStream(3, then: .close), "the stream outlived the server")
         // Its end is written before the output closes; a client that never reads it is dropped.
         #expect(machine.deadline?.kind == .shutdown)
         _ = machine.outputClosed()
@@ -154,19 +123,14 @@ import Testing
     @Test func aStalledReaderHoldsAStoppingServerUpOnlyForTheShutdownDeadline() {
         // The client stopped reading: the socket is full and the stream waits.
         var machine = Self.streaming()
-        _ = machine.streamWoken(sessionEnded: false, writable: false)
+        _ = machine.writabilityChanged(writable: false)
+        _ = machine.streamWoken(sessionEnded: false)
         #expect(machine.deadline?.kind == .send)
-        guard case .endStream(_, then: .close) = machine.quiesce() else {
-            Issue.record("the stream did not end")
-            return
-        }
+        #expect(machine.quiesce() == .endStream(7, then: .close), "the stream did not end")
         // Its last chunk cannot go either: the send deadline (minutes) would keep the process alive.
         let deadline = machine.deadline
         #expect(deadline?.kind == .shutdown)
-        guard case .closeNow = machine.deadlinePassed(deadline!) else {
-            Issue.record("not dropped")
-            return
-        }
+        #expect(machine.deadlinePassed(deadline!) == .closeNow, "not dropped")
 
         // A server that goes on serving still gives a slow client its send deadline.
         var serving = Self.machine()
@@ -178,91 +142,52 @@ import Testing
 
     @Test func garbageOnAStreamEndsItCleanlyWithoutASecondAnswer() {
         var machine = Self.streaming()
-        guard case .endStream = machine.malformedReceived(.invalidVersion) else {
-            Issue.record("not ended")
-            return
-        }
-        guard case .none = machine.malformedReceived(.invalidVersion) else {
-            Issue.record("answered after the end")
-            return
-        }
+        #expect(machine.malformedReceived(.invalidVersion) == .endStream(7, then: .close), "not ended")
+        #expect(machine.malformedReceived(.invalidVersion) == .none, "answered after the end")
     }
 
     @Test func theClientsCloseEndsTheLingerAndTheLingerDeadlineEndsItToo() {
         var machine = Self.machine()
         _ = machine.headReceived(Self.head("/bye", headers: ["Host": "localhost", "Connection": "close"]))
         _ = machine.endReceived()
-        guard case .closeOutput = machine.routedResponseEnded(completely: true) else {
-            Issue.record("kept alive")
-            return
-        }
+        #expect(machine.routedResponseEnded(completely: true) == .closeOutput, "kept alive")
         _ = machine.outputClosed()
         let linger = machine.deadline
         #expect(linger?.kind == .linger)
         // Whatever the client still sends is dropped, not answered.
-        guard case .none = machine.headReceived(Self.head("/late")) else {
-            Issue.record("answered after close")
-            return
-        }
-        guard case .closeNow = machine.deadlinePassed(linger!) else {
-            Issue.record("lingered on")
-            return
-        }
+        #expect(machine.headReceived(Self.head("/late")) == .none, "answered after close")
+        #expect(machine.deadlinePassed(linger!) == .closeNow, "lingered on")
 
         var other = Self.machine()
         _ = other.quiesce()
         // The client closes while the output still drains: once it has, nothing is left to linger for.
-        guard case .none = other.inputClosed() else {
-            Issue.record("closed before the output drained")
-            return
-        }
-        guard case .closeNow = other.outputClosed() else {
-            Issue.record("lingered after the client closed")
-            return
-        }
+        #expect(other.inputClosed() == .none, "closed before the output drained")
+        #expect(other.outputClosed() == .closeNow, "lingered after the client closed")
     }
 
     @Test func aRefusedBodyIsDroppedAndTheConnectionServesOn() {
         var machine = Self.machine()
-        _ = machine.headReceived(
-            Self.head(
-                "/api/items", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Transfer-Encoding": "chunked"]))
-        guard case .refuse(let error, _, .keepAlive) = machine.bodyReceived(ByteBuffer(repeating: 1, count: 65)) else {
-            Issue.record("a body over the limit was kept")
-            return
-        }
-        #expect(error.status == .contentTooLarge)
-        guard case .none = machine.bodyReceived(ByteBuffer(repeating: 1, count: 65)) else {
-            Issue.record("refused twice")
-            return
-        }
+        let post = Self.head(
+            "/api/items", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Transfer-Encoding": "chunked"])
+        _ = machine.headReceived(post)
+        let refused = machine.bodyReceived(ByteBuffer(repeating: 1, count: 65))
+        #expect(refused == .refuse(.bodyTooLarge(limit: 64), head: post, cors: nil, then: .keepAlive), "a body over the limit was kept")
+        #expect(APIError.bodyTooLarge(limit: 64).status == .contentTooLarge)
+        #expect(machine.bodyReceived(ByteBuffer(repeating: 1, count: 65)) == .none, "refused twice")
         _ = machine.endReceived()
-        guard
-            case .route = {
-                _ = machine.headReceived(Self.head("/next"))
-                return machine.endReceived()
-            }()
-        else {
-            Issue.record("the next request was not served")
-            return
-        }
+        _ = machine.headReceived(Self.head("/next"))
+        #expect(machine.endReceived() == .route(Self.request(Self.head("/next"), .router)), "the next request was not served")
     }
 
     @Test func quiescingWhileAHeadArrivesAnswersItThenCloses() {
         var machine = Self.machine()
         _ = machine.readCompleted()  // bytes of a head, no head yet
-        guard case .none = machine.quiesce() else {
-            Issue.record("closed under a head that was arriving")
-            return
-        }
-        _ = machine.headReceived(
-            Self.head(
-                "/api/sessions/s/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"]))
+        #expect(machine.quiesce() == .none, "closed under a head that was arriving")
+        _ = machine.headReceived(Self.samplesHead)
         _ = machine.bodyReceived(ByteBuffer(string: "{}"))
-        guard case .answer(_, then: .close) = machine.endReceived() else {
-            Issue.record("not answered with a close")
-            return
-        }
+        #expect(
+            machine.endReceived() == .answer(Self.request(Self.samplesHead, .samples(session: "s"), body: "{}"), then: .close),
+            "not answered with a close")
     }
 
     @Test func aClientGoneBeforeItsStreamOpenedEndsTheStream() {
@@ -278,23 +203,14 @@ import Testing
             if case .openStream = next { opened = true }
         }
         #expect(opened)
-        guard case .endStream = machine.streamOpened(1) else {
-            Issue.record("a stream outlived its client")
-            return
-        }
+        #expect(machine.streamOpened(1) == .endStream(1, then: .close), "a stream outlived its client")
     }
 
     @Test func lingeringReadsAgainSoTheClientsCloseIsSeen() {
         var machine = Self.machine()
         _ = machine.quiesce()
-        guard case .read = machine.outputClosed() else {
-            Issue.record("no read while lingering")
-            return
-        }
-        guard case .read = machine.writabilityChanged(writable: true) else {
-            Issue.record("no read while lingering")
-            return
-        }
+        #expect(machine.outputClosed() == .read, "no read while lingering")
+        #expect(machine.writabilityChanged(writable: true) == .read, "no read while lingering")
     }
 
     @Test func theSendDeadlineStartsAfreshWithEveryWriteOfAnAnswer() {
@@ -345,40 +261,68 @@ import Testing
 
     @Test func aConnectIsRefusedAndTheConnectionClosesAfterTheAnswer() {
         var machine = Self.machine()
-        guard case .refuse(let error, _, then: .close) = machine.headReceived(Self.head("example.com:443", method: .CONNECT)) else {
-            Issue.record("a CONNECT was not refused with a close")
-            return
-        }
-        #expect(error.status == .methodNotAllowed)
-        #expect(error.allow == nil)
+        let connect = Self.head("example.com:443", method: .CONNECT)
+        #expect(
+            machine.headReceived(connect) == .refuse(.notAProxy, head: connect, cors: nil, then: .close), "a CONNECT was not refused with a close")
+        #expect(APIError.notAProxy.status == .methodNotAllowed)
+        #expect(APIError.notAProxy.allow == nil)
     }
 
     @Test func aRepeatedOriginIsRefusedWhateverTheMethod() {
         for method in [HTTPMethod.GET, .OPTIONS, .POST] {
             var machine = Self.machine()
             let headers: HTTPHeaders = ["Host": "localhost", "Origin": "http://localhost", "origin": "http://localhost"]
-            guard case .refuse(let error, _, then: .keepAlive) = machine.headReceived(Self.head("/api/sessions", method: method, headers: headers))
-            else {
-                Issue.record("\(method) with two Origin fields was not refused")
-                continue
-            }
-            #expect(error.code == "bad_origin")
+            let head = Self.head("/api/sessions", method: method, headers: headers)
+            #expect(
+                machine.headReceived(head) == .refuse(.repeatedOrigin, head: head, cors: nil, then: .keepAlive),
+                "\(method) with two Origin fields was not refused")
         }
+        #expect(APIError.repeatedOrigin.code == "bad_origin")
+    }
+
+    /// Admission judges a head once: its verdict carries the route and the CORS origin, for
+    /// an answer and for a refusal alike, so nothing after it reads the head's fields again.
+    @Test func admissionsVerdictCarriesTheRouteAndTheCORSOrigin() {
+        var configuration = ServerConfiguration()
+        configuration.corsOrigins = ["https://app.example"]
+        let admission = RequestAdmission(limits: .init(maxBodyBytes: 64, maxHeadBytes: 1024), policy: RequestPolicy(configuration))
+        let stream = Self.head("/api/sessions/s/events", headers: ["Host": "localhost", "Origin": "https://APP.example"])
+        #expect(
+            admission.admit(stream)
+                == .admitted(
+                    .init(head: stream, route: .events(session: "s"), cors: "https://app.example", keepAlive: true, expectsContinue: false)))
+        let stranger = Self.head("/api/sessions/s/events", headers: ["Host": "localhost", "Origin": "https://other.example"])
+        #expect(
+            admission.admit(stranger)
+                == .admitted(.init(head: stranger, route: .events(session: "s"), cors: nil, keepAlive: true, expectsContinue: false)))
+        let refused = Self.head("/api/items", method: .PUT, headers: ["Host": "localhost", "Origin": "https://app.example"])
+        #expect(
+            admission.admit(refused)
+                == .refused(
+                    .init(
+                        error: .methodNotAllowed("PUT", allow: "GET, HEAD, POST"), head: refused, cors: "https://app.example", keepAlive: true)))
+        var machine = Machine(limits: .init(maxBodyBytes: 64, maxHeadBytes: 1024), policy: RequestPolicy(configuration))
+        let preflight = Self.head("/api/sessions", method: .OPTIONS, headers: ["Host": "localhost", "Origin": "https://app.example"])
+        _ = machine.headReceived(preflight)
+        #expect(
+            machine.endReceived()
+                == .answer(
+                    Machine.Request(head: preflight, route: .preflight(allow: "POST"), body: nil, keepAlive: true, cors: "https://app.example"),
+                    then: .keepAlive))
     }
 
     @Test func theHostCheckReadsTheAuthorityOfAnAbsoluteTarget() {
         var machine = Self.machine()
-        guard case .refuse(let error, _, _) = machine.headReceived(Self.head("http://evil.example/healthz")) else {
-            Issue.record("a target on another host passed")
-            return
-        }
-        #expect(error.code == "unknown_host")
+        #expect(
+            machine.headReceived(Self.head("http://evil.example/healthz"))
+                == .refuse(.unknownHost, head: Self.head("/healthz"), cors: nil, then: .keepAlive),
+            "a target on another host passed")
+        #expect(APIError.unknownHost.code == "unknown_host")
         var other = Self.machine()
         _ = other.headReceived(Self.head("http://localhost/api/sessions/s/events", headers: ["Host": "evil.example"]))
-        guard case .openStream(let request) = other.endReceived() else {
-            Issue.record("the absolute target was not routed by its path")
-            return
-        }
-        #expect(request.head.uri == "/api/sessions/s/events")
+        #expect(
+            other.endReceived()
+                == .openStream(Self.request(Self.head("/api/sessions/s/events", headers: ["Host": "evil.example"]), .events(session: "s"))),
+            "the absolute target was not routed by its path")
     }
 }

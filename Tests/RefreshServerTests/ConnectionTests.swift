@@ -26,17 +26,67 @@ import Testing
         }
     }
 
+    /// A socket's send buffer, as NIO sees it: the channel stops being writable once more
+    /// than `highWater` bytes are queued, and is again when the client has read them all
+    /// (``drain()``).
+    final class SocketBuffer: ChannelOutboundHandler, @unchecked Sendable {
+        // Only touched on the testing channel's event loop.
+        typealias OutboundIn = ByteBuffer
+        let highWater: Int
+        var queued = 0
+        /// The bytes written since the last drain, and the largest write.
+        var written = 0
+        var largestWrite = 0
+        private var context: ChannelHandlerContext?
+
+        init(highWater: Int) {
+            self.highWater = highWater
+        }
+
+        func handlerAdded(context: ChannelHandlerContext) {
+            self.context = context
+        }
+
+        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+            let bytes = unwrapOutboundIn(data).readableBytes
+            queued += bytes
+            written += bytes
+            largestWrite = max(largestWrite, bytes)
+            context.write(data, promise: promise)
+            if queued > highWater, let channel = context.channel as? NIOAsyncTestingChannel, channel.isWritable {
+                channel.isWritable = false
+                context.fireChannelWritabilityChanged()
+            }
+        }
+
+        /// The client stops reading: the socket is full.
+        func fill() {
+            queued = highWater + 1
+            (context?.channel as? NIOAsyncTestingChannel)?.isWritable = false
+            context?.fireChannelWritabilityChanged()
+        }
+
+        /// The client has read everything queued.
+        func drain() {
+            queued = 0
+            written = 0
+            (context?.channel as? NIOAsyncTestingChannel)?.isWritable = true
+            context?.fireChannelWritabilityChanged()
+        }
+    }
+
     /// A connection with a live session store behind it. The router answers every routed
     /// request with `200` and the path, after `routerDelay`.
     struct Connection {
         let channel: NIOAsyncTestingChannel
         let routes: HotRoutes
         let reads: ReadCounter
+        let socket: SocketBuffer
         let configuration: ServerConfiguration
 
         init(
             _ adjust: (inout ServerConfiguration) -> Void = { _ in }, routerDelay: Duration = .zero,
-            routerBody: (@Sendable (String) -> ResponseBody)? = nil
+            routerBody: (@Sendable (String) -> ResponseBody)? = nil, feed: any FeedSource = MemoryFeed()
         ) async throws {
             var configuration = ServerConfiguration()
             configuration.maxBodyBytes = 256
@@ -47,7 +97,7 @@ import Testing
             adjust(&configuration)
             self.configuration = configuration
             let sessions = SessionStore(
-                runner: ActionRunner(feed: MemoryFeed(), news: NewsHub(), configuration: configuration), limits: configuration)
+                runner: ActionRunner(feed: feed, news: NewsHub(), configuration: configuration), limits: configuration)
             routes = HotRoutes(
                 sessions: sessions, streams: StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient),
                 proxies: TrustedProxies(), configuration: configuration, logger: Logger(label: "test")
@@ -58,11 +108,13 @@ import Testing
                     status: .ok, headers: [.contentType: "text/plain"], body: routerBody?(path) ?? ResponseBody(byteBuffer: ByteBuffer(string: path)))
             }
             reads = ReadCounter()
+            socket = SocketBuffer(highWater: 64 * 1024)
             channel = NIOAsyncTestingChannel()
             let maxHeadBytes = configuration.maxHeadBytes
-            try await channel.testingEventLoop.executeInContext { [channel, reads, routes] in
+            try await channel.testingEventLoop.executeInContext { [channel, reads, socket, routes] in
                 let handler = ConnectionHandler(routes: routes)
                 let pipeline = channel.pipeline.syncOperations
+                try pipeline.addHandler(socket)
                 try pipeline.addHandler(reads)
                 try pipeline.addHandler(ConnectionHandler.makeDecoder(maxHeadBytes: maxHeadBytes))
                 try pipeline.addHandler(handler)
@@ -97,6 +149,14 @@ import Testing
                 }
             }
             return text + (try await written())
+        }
+
+        /// The client stops reading: the socket fills, and the channel says so, as NIO does.
+        func stopReading() async throws {
+            channel.isWritable = false
+            try await channel.testingEventLoop.executeInContext { [channel] in
+                channel.pipeline.syncOperations.fireChannelWritabilityChanged()
+            }
         }
 
         func fire(_ event: Any & Sendable) async throws {
@@ -434,7 +494,7 @@ import Testing
     @Test func nothingMoreIsReadWhileTheClientLeavesAnswersUnread() async throws {
         let connection = try await Connection()
         let session = try connection.session()
-        connection.channel.isWritable = false
+        try await connection.stopReading()
         try await connection.send(Self.post("/api/sessions/\(session.id)/samples", #"{"seq":1,"y":-30}"#))
         let before = connection.reads.reads
         try await connection.channel.testingEventLoop.executeInContext { [channel = connection.channel] in
@@ -608,7 +668,7 @@ import Testing
         let session = try connection.session()
         try await connection.send(Self.get("/api/sessions/\(session.id)/events"))
         _ = try await connection.written()
-        connection.channel.isWritable = false
+        try await connection.stopReading()
         _ = try session.applySamples([Sample(seq: 1, t: 0, y: -20, phase: .drag)], now: .now)
         _ = try session.applySamples([Sample(seq: 2, t: 16, y: -40, phase: .drag)], now: .now)
         await connection.channel.testingEventLoop.run()
@@ -621,6 +681,49 @@ import Testing
         // The superseded state was coalesced: only the newest is written.
         #expect(resumed.components(separatedBy: "event: state").count - 1 == 1)
         #expect(resumed.contains(#""seq":2"#))
+    }
+
+    /// A reader that stalled while its session logged far more than a socket holds is sent
+    /// it as its socket drains: never more at once than the socket's high-water mark and a
+    /// batch, whatever the ring holds, and every event once, in order.
+    @Test func aStalledReadersCatchUpIsWrittenAsTheSocketDrains() async throws {
+        let connection = try await Connection(feed: ScriptedFeed(behaviour: .hang))
+        let session = try connection.session()
+        try await connection.send(Self.get("/api/sessions/\(session.id)/events"))
+        _ = try await connection.written()
+        let socket = connection.socket
+        try await connection.channel.testingEventLoop.executeInContext { socket.fill() }
+        let job = Job(id: session.requestRefresh(now: .now), kind: .refresh, origin: .request)
+        // About 400 KB, well inside the session's ring (so no reset for a gap).
+        let message = String(repeating: "m", count: 3000)
+        for step in 1...120 { session.progress(job, fraction: Double(step) / 200, stage: "step\(step)", message: message) }
+        await connection.channel.testingEventLoop.run()
+        #expect(try await connection.written().isEmpty)
+        var text = ""
+        var rounds = 0
+        var largestRound = 0
+        while !text.contains(#""stage":"step120""#), rounds < 200 {
+            try await connection.channel.testingEventLoop.executeInContext { socket.drain() }
+            await connection.channel.testingEventLoop.run()
+            let round = try await connection.written()
+            largestRound = max(largestRound, try await connection.channel.testingEventLoop.executeInContext { socket.written })
+            text += round
+            rounds += 1
+        }
+        // Written at once, a round would hold them all.
+        #expect(largestRound <= 64 * 1024 + 64 * 1024, "a round wrote \(largestRound) bytes")
+        #expect(rounds >= 3)
+        #expect(try await connection.channel.testingEventLoop.executeInContext { socket.largestWrite } <= 64 * 1024)
+        var position = text.startIndex
+        for step in 1...120 {
+            let marker = #""stage":"step\#(step)""#
+            #expect(text.components(separatedBy: marker).count - 1 == 1, "step \(step) not written once")
+            guard let found = text.range(of: marker, range: position..<text.endIndex) else {
+                Issue.record("step \(step) out of order")
+                break
+            }
+            position = found.upperBound
+        }
     }
 
     @Test func anHTTP10StreamIsRefusedItsBodyWouldBeChunked() async throws {
@@ -649,7 +752,7 @@ import Testing
         let session = try connection.session()
         try await connection.send(Self.get("/api/sessions/\(session.id)/events"))
         _ = try await connection.written()
-        connection.channel.isWritable = false
+        try await connection.stopReading()
         _ = try session.applySamples([Sample(seq: 1, t: 0, y: -20, phase: .drag)], now: .now)
         await connection.channel.testingEventLoop.run()
         await connection.channel.testingEventLoop.advanceTime(by: .seconds(121))

@@ -121,19 +121,17 @@ private struct Scenario {
         let streams = StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient)
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: ErrorMiddleware())
-        SessionRoutes(sessions: sessions, feed: feed, streams: streams, configuration: configuration).register(on: router)
-        ItemRoutes(feed: feed, news: news, configuration: configuration).register(on: router)
-        MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams).register(on: router)
-        let serveFile: @Sendable (Request, ServerRequestContext) async throws -> Response = { request, _ in
+        let handlers = RouteTable.Handlers(
+            sessions: SessionRoutes(sessions: sessions, feed: feed, streams: streams, configuration: configuration),
+            items: ItemRoutes(feed: feed, news: news, configuration: configuration),
+            health: HealthRoutes(feed: feed, notificationsUp: nil, deadline: .seconds(2)),
+            metrics: MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams))
+        RouteTable.register(on: router, handlers: handlers) { request, _ in
             guard let response = try files.response(path: request.uri.path, request: request) else {
                 throw APIError(.notFound, "not_found", "Nothing at \(request.uri.path).")
             }
             return response
         }
-        router.get("/", use: serveFile)
-        router.get("**", use: serveFile)
-        router.head("/", use: serveFile)
-        router.head("**", use: serveFile)
         let responder = router.buildResponder()
         let routing = InFlight()
         self.routing = routing

@@ -29,8 +29,8 @@ public struct APIError: Error, Sendable, Equatable {
     /// refusal's line from the others.
     func logRefusal(method: some CustomStringConvertible, path: String, requestID: String?, logger: Logger) {
         var metadata: Logger.Metadata = ["request": .string(RequestID.valid(requestID) ?? RequestID.make())]
-        if path.hasPrefix("/api/sessions/"), let id = path.dropFirst(14).split(separator: "/").first {
-            metadata["session"] = .string(String(id).escapedForLog)
+        if let session = RouteTable.session(in: path) {
+            metadata["session"] = .string(session.escapedForLog)
         }
         // The path and the message may hold what the client sent (a decoded `%0A`, an id from
         // the query): escaped, they stay on this one line.

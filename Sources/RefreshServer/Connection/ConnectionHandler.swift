@@ -5,7 +5,8 @@ import NIOHTTP1
 
 /// The application end of every HTTP/1.1 connection: it feeds what happens to a
 /// ``ConnectionStateMachine`` and performs the actions it answers. What it keeps besides the
-/// machine are handles on I/O: the deadline timer and the router's task.
+/// machine are handles on I/O: the deadline timer and the router's task. It reads no header
+/// to decide anything: what admission found (route, CORS origin) comes in the actions.
 ///
 /// The two requests on the gesture's path are answered here, on the event loop: a sample
 /// goes from the socket through the engine to the streams' event loops without a task, and
@@ -91,7 +92,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if case .read = machine.readRequested(writable: context.channel.isWritable) { context.read() }
+        if case .read = machine.readRequested() { context.read() }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -186,8 +187,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             route(request, context: context)
         case .openStream(let request):
             openStream(request, context: context)
-        case .refuse(let error, let head, let then):
-            write(routes.refusal(error, head), to: head, closes: then == .close, context: context)
+        case .refuse(let error, let head, let cors, let then):
+            write(routes.refusal(error, head), to: head, cors: cors, closes: then == .close, context: context)
             if then == .close { closeOutput(context: context) }
         case .writeEvents:
             var replay = ReplayCache()
@@ -205,7 +206,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func answerSamples(_ request: Machine.Request, then: Machine.Then, context: ChannelHandlerContext) {
-        let cors = routes.policy.corsOrigin(of: request.head)
+        let cors = request.cors
         let connection = ResponseHead.Connection(closes: then == .close, request: request.head)
         if case .preflight(let allow) = request.route, let cors {
             routes.metrics.requestAnswered(route: RouteTable.pattern(request.head.uri, status: 204), status: 204)
@@ -223,15 +224,15 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 wrapOutboundOut(ResponseHead.stateAnswer(state, connection: connection, cors: cors, allocator: context.channel.allocator)),
                 promise: nil)
         case .refused(let payload):
-            write(payload, to: request.head, closes: then == .close, context: context)
+            write(payload, to: request.head, cors: cors, closes: then == .close, context: context)
         }
         if then == .close { closeOutput(context: context) }
     }
 
     /// Writes a complete answer; whether the connection then closes is the caller's to do.
-    private func write(_ payload: JSONPayload, to request: HTTPRequestHead?, closes: Bool, context: ChannelHandlerContext) {
+    private func write(_ payload: JSONPayload, to request: HTTPRequestHead?, cors: String?, closes: Bool, context: ChannelHandlerContext) {
         let bytes = ResponseHead.answer(
-            payload, connection: .init(closes: closes, request: request), cors: request.flatMap(routes.policy.corsOrigin(of:)),
+            payload, connection: .init(closes: closes, request: request), cors: cors,
             headOnly: request?.method == .HEAD, allocator: context.channel.allocator)
         context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
     }
@@ -295,7 +296,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func route(_ request: Machine.Request, context: ChannelHandlerContext) {
         let writer = RoutedResponseWriter(
-            handler: NIOLoopBound(self, eventLoop: context.eventLoop), eventLoop: context.eventLoop, request: request.head)
+            handler: NIOLoopBound(self, eventLoop: context.eventLoop), eventLoop: context.eventLoop, request: request.head, cors: request.cors)
         let channel = context.channel
         let body = request.body ?? context.channel.allocator.buffer(capacity: 0)
         routing = Task { [routes, head = request.head] in
@@ -306,14 +307,14 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// On this event loop: bytes of the router's answer, in order; the head is written here,
     /// where it is known whether the connection closes after it.
-    fileprivate func writeRouted(head: HTTPResponse?, for request: HTTPRequestHead, bytes: ByteBuffer) -> EventLoopFuture<Void>? {
+    fileprivate func writeRouted(head: HTTPResponse?, for request: HTTPRequestHead, cors: String?, bytes: ByteBuffer) -> EventLoopFuture<Void>? {
         guard let context else { return nil }
         var buffer = bytes
         if let head {
             buffer = context.channel.allocator.buffer(capacity: 256 + bytes.readableBytes)
             let connection = ResponseHead.Connection(closes: machine.closesAfterAnswer, request: request)
             ResponseHead.write(
-                status: head.status, fields: head.headerFields, connection: connection, cors: routes.policy.corsOrigin(of: request), into: &buffer)
+                status: head.status, fields: head.headerFields, connection: connection, cors: cors, into: &buffer)
             buffer.writeImmutableBuffer(bytes)
         }
         let written = context.writeAndFlush(wrapOutboundOut(buffer))
@@ -328,7 +329,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         perform(machine.routedResponseEnded(completely: completely), context: context)
         // What a pipelining client sent meanwhile, in order, until it waits for an answer.
         while let next = machine.nextPending() { perform(next, context: context) }
-        run(machine.readRequested(writable: context.channel.isWritable), context: context)
+        run(machine.readIfOwed(), context: context)
     }
 
     // MARK: - The event stream
@@ -336,17 +337,17 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func openStream(_ request: Machine.Request, context: ChannelHandlerContext) {
         guard case .events(let id) = request.route else { return }
         let listener = StreamListener(handler: self, eventLoop: context.eventLoop)
-        switch routes.openStream(request.head, session: id, listener: listener, channel: context.channel) {
+        switch routes.openStream(request.head, session: id, cors: request.cors, listener: listener, channel: context.channel) {
         case .opened(let stream, let bytes):
             try? context.channel.syncOptions?.setOption(
                 ChannelOptions.socketOption(.so_sndbuf), value: SocketOptionValue(routes.configuration.streamSendBufferBytes))
             context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
             perform(machine.streamOpened(stream), context: context)
         case .overloaded(let answer):
-            write(answer, to: request.head, closes: true, context: context)
+            write(answer, to: request.head, cors: request.cors, closes: true, context: context)
             perform(machine.streamRefused(then: .close), context: context)
         case .refused(let answer), .headOnly(let answer):
-            write(answer, to: request.head, closes: machine.closesAfterAnswer, context: context)
+            write(answer, to: request.head, cors: request.cors, closes: machine.closesAfterAnswer, context: context)
             perform(machine.streamRefused(then: .keepAlive), context: context)
         }
     }
@@ -354,7 +355,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// On this event loop, from the session's wake-up.
     fileprivate func streamWoken(_ reason: Wakeup.Reason, replay: inout ReplayCache) {
         guard let context else { return }
-        let action = machine.streamWoken(sessionEnded: reason == .sessionEnded, writable: context.channel.isWritable)
+        let action = machine.streamWoken(sessionEnded: reason == .sessionEnded)
         if case .writeEvents = action {
             writeEvents(reason, replay: &replay, context: context)
         } else {
@@ -362,15 +363,27 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    /// Writes what the stream has, batch by batch while the socket takes it; what is left
+    /// waits in the session's log until the socket is writable again.
     private func writeEvents(_ reason: Wakeup.Reason, replay: inout ReplayCache, context: ChannelHandlerContext) {
-        let chunk: ByteBuffer?
-        do {
-            chunk = try machine.withStream { stream in try stream.woken(reason, replay: &replay) } ?? nil
-        } catch {
-            return run(machine.streamFailed(), context: context)
+        var reason = reason
+        while true {
+            let batch: EventStream.Batch?
+            do {
+                batch = try machine.withStream { stream in try stream.woken(reason, replay: &replay) } ?? nil
+            } catch {
+                return run(machine.streamFailed(), context: context)
+            }
+            if let batch {
+                for part in batch.parts { context.write(wrapOutboundOut(part), promise: nil) }
+                context.flush()
+            }
+            if let arrived = replay.takeSampleArrival() { routes.metrics.sampleWritten(arrived: arrived) }
+            guard batch?.more == true else { return }
+            reason = .news
+            // The socket may have filled with this batch: then the stream waits for it.
+            guard case .writeEvents = machine.streamWoken(sessionEnded: false) else { return armDeadline(context: context) }
         }
-        if let chunk { context.writeAndFlush(wrapOutboundOut(chunk), promise: nil) }
-        if let arrived = replay.takeSampleArrival() { routes.metrics.sampleWritten(arrived: arrived) }
     }
 }
 
@@ -382,6 +395,8 @@ private struct RoutedResponseWriter: ResponseBodyWriter, Sendable {
     let handler: NIOLoopBound<ConnectionHandler>
     let eventLoop: any EventLoop
     let request: HTTPRequestHead
+    /// The request's `--cors-origin`, as admission found it.
+    let cors: String?
     private var head: HTTPResponse?
     private var pending = ByteBuffer()
     private var framing = Framing.length
@@ -395,10 +410,11 @@ private struct RoutedResponseWriter: ResponseBodyWriter, Sendable {
         case collected
     }
 
-    init(handler: NIOLoopBound<ConnectionHandler>, eventLoop: any EventLoop, request: HTTPRequestHead) {
+    init(handler: NIOLoopBound<ConnectionHandler>, eventLoop: any EventLoop, request: HTTPRequestHead, cors: String?) {
         self.handler = handler
         self.eventLoop = eventLoop
         self.request = request
+        self.cors = cors
     }
 
     private var headOnly: Bool { request.method == .HEAD }
@@ -453,12 +469,12 @@ private struct RoutedResponseWriter: ResponseBodyWriter, Sendable {
     }
 
     private mutating func flush() async throws {
-        let (head, bytes, request) = (self.head, pending, self.request)
+        let (head, bytes, request, cors) = (self.head, pending, self.request, self.cors)
         self.head = nil
         pending = ByteBuffer()
         let handler = self.handler
         try await eventLoop.flatSubmit {
-            handler.value.writeRouted(head: head, for: request, bytes: bytes)
+            handler.value.writeRouted(head: head, for: request, cors: cors, bytes: bytes)
                 ?? handler.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
         }.get()
     }

@@ -27,20 +27,22 @@ import NIOHTTP1
 ///   still gets its stream; it ends when its session does, or the server stops.
 ///
 /// `Stream` is what an open event stream keeps (its place in the session's log); the machine
-/// only holds it.
+/// only holds it, and lends it out (``withStream(_:)``) through a state that no input may
+/// arrive in. A head is judged once, by ``RequestAdmission``: its verdict (the route, the
+/// CORS origin) travels in the actions, so the handler never reads a header to decide.
 struct ConnectionStateMachine<Stream> {
-    struct Limits: Sendable {
-        var maxBodyBytes: Int
-        var maxHeadBytes: Int
-    }
+    typealias Limits = ConnectionLimits
+    typealias AbsoluteTarget = RequestTarget
 
     /// A request with its head checked and its route chosen.
-    struct Request {
+    struct Request: Equatable {
         var head: HTTPRequestHead
         var route: RouteTable.Route
         var body: ByteBuffer?
         /// The client lets the connection serve another request after this one's answer.
         var keepAlive: Bool
+        /// The `--cors-origin` the request comes from, as admission found it.
+        var cors: String?
     }
 
     /// What the connection does after an answer.
@@ -63,9 +65,9 @@ struct ConnectionStateMachine<Stream> {
         /// Open the event stream: ``streamOpened(_:)``, or ``streamRefused(then:)`` with an
         /// answer already written, follows.
         case openStream(Request)
-        /// Write the JSON error (`head` is the refused request's, when it got that far);
-        /// then, on `.close`, close the output.
-        case refuse(APIError, head: HTTPRequestHead?, then: Then)
+        /// Write the JSON error (`head` is the refused request's, when it got that far, and
+        /// `cors` its `--cors-origin`); then, on `.close`, close the output.
+        case refuse(APIError, head: HTTPRequestHead?, cors: String?, then: Then)
         /// Write what the stream has to send.
         case writeEvents
         /// End the stream's response cleanly (gzip trailer, last chunk), then, on `.close`,
@@ -143,6 +145,8 @@ struct ConnectionStateMachine<Stream> {
         case streaming(Stream, keepAlive: Bool, waitsForWritability: Bool)
         case closing(Closing)
         case closed
+        /// The open stream is lent out (``withStream(_:)``): nothing may arrive meanwhile.
+        case modifying
     }
 
     private enum Lifecycle {
@@ -153,18 +157,21 @@ struct ConnectionStateMachine<Stream> {
 
     private var state = State.idle(.waiting)
     private var lifecycle = Lifecycle.serving
+    /// The socket takes more bytes now (the channel's writability, as last reported).
+    private var writable = true
+    /// The channel asked for a read that was withheld: it is owed one once reads go on.
+    private var readPending = false
     /// Parts that arrived while the router answered, in order; only a pipelining client
     /// fills it, and only with what one read brought.
     private var backlog = CircularBuffer<Part>()
     /// Bumped whenever a deadline starts afresh.
     private var epoch = 0
-    let limits: Limits
-    /// Which hosts are answered and which requests may change state (``RequestPolicy``).
-    let policy: RequestPolicy
+    /// The judge of every head.
+    let admission: RequestAdmission
+    var limits: Limits { admission.limits }
 
     init(limits: Limits, policy: RequestPolicy = RequestPolicy(ServerConfiguration())) {
-        self.limits = limits
-        self.policy = policy
+        admission = RequestAdmission(limits: limits, policy: policy)
     }
 
     // MARK: - What the handler asks
@@ -179,6 +186,7 @@ struct ConnectionStateMachine<Stream> {
             case .answering, .streaming(_, _, waitsForWritability: true), .closing(.draining): .send
             case .closing(.lingering): .linger
             case .openingStream, .streaming, .closed: nil
+            case .modifying: Self.lent()
             }
         return kind.map { Deadline(kind: $0, epoch: epoch) }
     }
@@ -191,15 +199,25 @@ struct ConnectionStateMachine<Stream> {
         case .receiving(let request): return !request.keepAlive
         case .idle, .streaming: return false
         case .closing, .closed: return true
+        case .modifying: Self.lent()
         }
     }
 
-    /// Runs `body` on the open stream's state; `nil` when no stream is open.
+    /// Runs `body` on the open stream's state; `nil` when no stream is open. The stream has
+    /// one owner while it changes (no copy of it is made), and the machine is in no state an
+    /// input could act on: one that arrives meanwhile is a fault, and traps.
     mutating func withStream<Result>(_ body: (inout Stream) throws -> Result) rethrows -> Result? {
-        guard case .streaming(var stream, let keepAlive, let waits) = state else { return nil }
-        state = .closed  // the stream has one owner while it changes
+        guard case .streaming(var stream, let keepAlive, let waits) = state else {
+            if case .modifying = state { Self.lent() }
+            return nil
+        }
+        state = .modifying
         defer { state = .streaming(stream, keepAlive: keepAlive, waitsForWritability: waits) }
         return try body(&stream)
+    }
+
+    private static func lent() -> Never {
+        preconditionFailure("an input arrived while the stream was lent out")
     }
 
     // MARK: - Inputs from the decoder
@@ -229,6 +247,8 @@ struct ConnectionStateMachine<Stream> {
     /// A read from the socket ended (whether or not it completed a request).
     mutating func readCompleted() -> Action {
         switch state {
+        case .modifying:
+            Self.lent()
         case .idle(.waiting) where backlog.isEmpty:
             // Bytes came and no request was completed: a head has started.
             state = .idle(.headStarted)
@@ -242,17 +262,37 @@ struct ConnectionStateMachine<Stream> {
     }
 
     /// The channel wants to read. Not while an answer is pending, nor while the socket
-    /// holds answers the client has not read (a stream reads on, to see its client leave).
-    mutating func readRequested(writable: Bool) -> Action {
+    /// holds answers the client has not read (a stream reads on, to see its client leave):
+    /// then the read is owed, and given once reads go on (``readIfOwed()``).
+    mutating func readRequested() -> Action {
+        if mayRead {
+            readPending = false
+            return .read
+        }
+        if case .closed = state { return .none }
+        readPending = true
+        return .none
+    }
+
+    /// The read the channel asked for and was refused, now that reads go on.
+    mutating func readIfOwed() -> Action {
+        guard readPending, mayRead else { return .none }
+        readPending = false
+        return .read
+    }
+
+    private var mayRead: Bool {
         switch state {
-        case .answering, .openingStream, .closed: return .none
-        case .streaming, .closing: return .read
-        case .idle, .receiving, .discarding: return backlog.isEmpty && writable ? .read : .none
+        case .answering, .openingStream, .closed: false
+        case .streaming, .closing: true
+        case .idle, .receiving, .discarding: backlog.isEmpty && writable
+        case .modifying: Self.lent()
         }
     }
 
     /// The socket took (or stopped taking) what was written.
     mutating func writabilityChanged(writable: Bool) -> Action {
+        self.writable = writable
         guard writable else { return .none }
         switch state {
         case .streaming(let stream, let keepAlive, waitsForWritability: true):
@@ -260,12 +300,15 @@ struct ConnectionStateMachine<Stream> {
             return .writeEvents
         case .idle, .receiving, .discarding:
             // A read withheld while answers waited in the socket.
-            return backlog.isEmpty ? .read : .none
+            return readIfOwed()
         case .closing:
             // Reads withheld while answers waited: the client's close must still be seen.
+            readPending = false
             return .read
         case .answering, .openingStream, .streaming, .closed:
             return .none
+        case .modifying:
+            Self.lent()
         }
     }
 
@@ -297,13 +340,17 @@ struct ConnectionStateMachine<Stream> {
         switch state {
         case .answering, .openingStream, .streaming, .closing, .closed: return nil
         case .idle, .receiving, .discarding: break
+        case .modifying: Self.lent()
         }
         guard let part = backlog.popFirst() else { return nil }
         return process(part)
     }
 
     mutating func streamOpened(_ stream: Stream) -> Action {
-        guard case .openingStream(let keepAlive) = state else { return .none }
+        guard case .openingStream(let keepAlive) = state else {
+            if case .modifying = state { Self.lent() }
+            return .none
+        }
         state = .streaming(stream, keepAlive: keepAlive, waitsForWritability: false)
         // Nothing can follow a response that does not end: what a client sent after the
         // stream's request is dropped, and reads go on, to see the client leave; a client
@@ -331,11 +378,14 @@ struct ConnectionStateMachine<Stream> {
         return .none
     }
 
-    /// The session has events to send (or ended). `writable`: the socket takes more now.
-    /// Every stream of a session runs this on every wake-up, so the state (and the stream
-    /// in it) is rewritten only when the wait for writability begins or ends.
-    mutating func streamWoken(sessionEnded: Bool, writable: Bool) -> Action {
-        guard case .streaming(_, let keepAlive, let waiting) = state else { return .none }
+    /// The session has events to send (or ended); they are written if the socket takes more
+    /// now. Every stream of a session runs this on every wake-up, so the state (and the
+    /// stream in it) is rewritten only when the wait for writability begins or ends.
+    mutating func streamWoken(sessionEnded: Bool) -> Action {
+        guard case .streaming(_, let keepAlive, let waiting) = state else {
+            if case .modifying = state { Self.lent() }
+            return .none
+        }
         if sessionEnded { return endStream(keepingAlive: keepAlive) }
         if writable == waiting, case .streaming(let stream, _, _) = state {
             state = .streaming(stream, keepAlive: keepAlive, waitsForWritability: !writable)
@@ -382,6 +432,8 @@ struct ConnectionStateMachine<Stream> {
         case .receiving, .discarding, .answering, .openingStream, .closing, .closed:
             // The answer in progress says `Connection: close`, and the connection closes after it.
             return .none
+        case .modifying:
+            Self.lent()
         }
     }
 
@@ -397,7 +449,7 @@ struct ConnectionStateMachine<Stream> {
             backlog.removeAll()
             return .closeNow
         case .receiving(let request):
-            return refuse(.requestTimeout, head: request.head, then: .close)
+            return refuse(.requestTimeout, head: request.head, cors: request.cors, then: .close)
         case .answering, .streaming, .closing:
             // A client that does not read, or does not close: its unsent bytes are dropped.
             state = .closed
@@ -405,11 +457,14 @@ struct ConnectionStateMachine<Stream> {
             return .closeNow
         case .openingStream, .closed:
             return .none
+        case .modifying:
+            Self.lent()
         }
     }
 
     /// The channel closed, whatever the reason.
     mutating func channelClosed() {
+        if case .modifying = state { Self.lent() }
         state = .closed
         backlog.removeAll()
     }
@@ -418,6 +473,8 @@ struct ConnectionStateMachine<Stream> {
 
     private mutating func receive(_ part: Part) -> Action {
         switch state {
+        case .modifying:
+            Self.lent()
         case .answering, .openingStream:
             backlog.append(part)
             return .none
@@ -433,6 +490,8 @@ struct ConnectionStateMachine<Stream> {
 
     private mutating func process(_ part: Part) -> Action {
         switch (state, part) {
+        case (.modifying, _):
+            Self.lent()
         case (.closing(.draining), .inputClosed):
             state = .closing(.draining(inputClosed: true))
             return .none
@@ -452,8 +511,8 @@ struct ConnectionStateMachine<Stream> {
             return closeAfterAnswer()
 
         case (_, .malformed(let error)):
-            let head: HTTPRequestHead? = if case .receiving(let request) = state { request.head } else { nil }
-            return refuse(.malformed(error), head: head, then: .close)
+            let request: Request? = if case .receiving(let request) = state { request } else { nil }
+            return refuse(.malformed(error), head: request?.head, cors: request?.cors, then: .close)
 
         case (.idle(let idle), .head(let head)):
             // The request deadline runs from the head's first byte; a head that came whole
@@ -471,7 +530,8 @@ struct ConnectionStateMachine<Stream> {
             request.body = nil
             state = .receiving(request)  // `body` is then the buffer's only owner while it grows
             guard body.readableBytes + chunk.readableBytes <= limits.maxBodyBytes else {
-                return refuse(.bodyTooLarge(limit: limits.maxBodyBytes), head: request.head, then: request.keepAlive ? .keepAlive : .close)
+                return refuse(
+                    .bodyTooLarge(limit: limits.maxBodyBytes), head: request.head, cors: request.cors, then: request.keepAlive ? .keepAlive : .close)
             }
             body.writeBuffer(&chunk)
             request.body = body
@@ -502,52 +562,13 @@ struct ConnectionStateMachine<Stream> {
     }
 
     private mutating func headReceived(checking head: HTTPRequestHead) -> Action {
-        var head = head
-        var summary = HeadSummary(head)
-        let then: Then = summary.keepAlive ? .keepAlive : .close
-        if let refusal = summary.refusal(limits: limits) {
-            // A head whose framing cannot be trusted closes the connection after the answer.
-            return refuse(refusal.error, head: head, then: refusal.framingIntact ? then : .close)
+        switch admission.admit(head) {
+        case .refused(let refused):
+            return refuse(refused.error, head: refused.head, cors: refused.cors, then: refused.keepAlive ? .keepAlive : .close)
+        case .admitted(let admitted):
+            state = .receiving(Request(head: admitted.head, route: admitted.route, body: nil, keepAlive: admitted.keepAlive, cors: admitted.cors))
+            return admitted.expectsContinue ? .sendContinue : .none
         }
-        // What follows a CONNECT is a tunnel's bytes, not requests: nothing on this
-        // connection can be answered after it.
-        if head.method == .CONNECT {
-            return refuse(.notAProxy, head: head, then: .close)
-        }
-        // RFC 9112 §3.2.2: the authority of an absolute-form target is the host asked for,
-        // whatever `Host` says; the path is what is routed.
-        if let target = AbsoluteTarget(head.uri) {
-            summary.host = target.authority
-            head.uri = target.origin
-        }
-        // A name this server is not configured for: a rebound DNS name, a misdirected request.
-        if let host = summary.host, !policy.allowsHost(host) {
-            return refuse(.unknownHost, head: head, then: then)
-        }
-        var route = RouteTable.route(head.method, uri: head.uri)
-        if case .preflight(let allow) = route, policy.corsOrigin(summary.origin) == nil {
-            // Not a preflight this server answers: an OPTIONS like any other method it lacks.
-            route = .methodNotAllowed(allow: allow)
-        }
-        if case .methodNotAllowed(let allow) = route {
-            return refuse(.methodNotAllowed(head.method.rawValue, allow: allow), head: head, then: then)
-        }
-        if let length = summary.contentLength, length > limits.maxBodyBytes {
-            // A client waiting for `100 Continue` has not sent the body: closing is cheaper
-            // than waiting to see whether it sends it anyway.
-            return refuse(.bodyTooLarge(limit: limits.maxBodyBytes), head: head, then: summary.expectsContinue ? .close : then)
-        }
-        if RequestPolicy.changesState(head.method, uri: head.uri) {
-            guard policy.allowsOrigin(summary.origin, fetchSite: summary.fetchSite, host: summary.host) else {
-                return refuse(.crossOrigin, head: head, then: then)
-            }
-            let hasBody = (summary.contentLength ?? 0) > 0 || !summary.codings.isEmpty
-            if hasBody, !(summary.contentType.map(RequestPolicy.isJSON) ?? false) {
-                return refuse(.unsupportedMediaType(summary.contentType), head: head, then: then)
-            }
-        }
-        state = .receiving(Request(head: head, route: route, body: nil, keepAlive: summary.keepAlive))
-        return summary.expectsContinue ? .sendContinue : .none
     }
 
     private mutating func requestComplete(_ request: Request) -> Action {
@@ -573,14 +594,14 @@ struct ConnectionStateMachine<Stream> {
 
     /// Refuses the request: after the answer the connection either discards the rest of the
     /// request and serves the next, or closes. The request's deadline keeps running.
-    private mutating func refuse(_ error: APIError, head: HTTPRequestHead?, then: Then) -> Action {
+    private mutating func refuse(_ error: APIError, head: HTTPRequestHead?, cors: String?, then: Then) -> Action {
         switch (then, state, lifecycle) {
         case (.keepAlive, .receiving, .serving), (.keepAlive, .idle, .serving):
             state = .discarding(keepAlive: true)
-            return .refuse(error, head: head, then: .keepAlive)
+            return .refuse(error, head: head, cors: cors, then: .keepAlive)
         default:
             enterClosing()
-            return .refuse(error, head: head, then: .close)
+            return .refuse(error, head: head, cors: cors, then: .close)
         }
     }
 
@@ -610,93 +631,6 @@ struct ConnectionStateMachine<Stream> {
 }
 
 extension ConnectionStateMachine {
-    /// What the machine needs of a head, read in one pass over its fields: a samples POST
-    /// comes through here at every frame of a gesture.
-    fileprivate struct HeadSummary {
-        var size: Int
-        var hosts = 0
-        var host: String?
-        var origins = 0
-        var origin: String?
-        var fetchSite: String?
-        var contentType: String?
-        var contentLength: Int?
-        var lengths = 0
-        var codings: [String] = []
-        var expectation: String?
-        var keepAlive: Bool
-        let http11: Bool
-
-        init(_ head: HTTPRequestHead) {
-            http11 = head.version.major == 1 && head.version.minor >= 1
-            size = head.uri.utf8.count + 16
-            var connection: String?
-            for (name, value) in head.headers {
-                size += name.utf8.count + value.utf8.count + 4
-                switch name.utf8.count {
-                case 4 where RequestPolicy.equalIgnoringCase(name, "host"):
-                    hosts += 1
-                    host = value
-                case 6 where RequestPolicy.equalIgnoringCase(name, "expect"): expectation = value
-                case 6 where RequestPolicy.equalIgnoringCase(name, "origin"):
-                    origins += 1
-                    origin = value
-                case 12 where RequestPolicy.equalIgnoringCase(name, "content-type"): contentType = value
-                case 14 where RequestPolicy.equalIgnoringCase(name, "sec-fetch-site"): fetchSite = value
-                case 10 where RequestPolicy.equalIgnoringCase(name, "connection"): connection = connection.map { $0 + "," + value } ?? value
-                case 14 where RequestPolicy.equalIgnoringCase(name, "content-length"):
-                    lengths += 1
-                    contentLength = Int(value)
-                case 17 where RequestPolicy.equalIgnoringCase(name, "transfer-encoding"): codings.append(value)
-                default: break
-                }
-            }
-            let tokens = connection.map { $0.lowercased().split(separator: ",").map { $0.filter { $0 != " " && $0 != "\t" } } } ?? []
-            keepAlive = http11 ? !tokens.contains("close") : tokens.contains("keep-alive")
-        }
-
-        var expectsContinue: Bool {
-            http11 && expectation?.lowercased() == "100-continue"
-        }
-
-        struct Refusal {
-            var error: APIError
-            /// Whether the body can still be told from the next request.
-            var framingIntact: Bool
-        }
-
-        func refusal(limits: Limits) -> Refusal? {
-            if size > limits.maxHeadBytes {
-                return Refusal(error: .headTooLarge(limit: limits.maxHeadBytes), framingIntact: false)
-            }
-            if hosts > 1 || (hosts == 0 && http11) {
-                return Refusal(error: .badHost(count: hosts), framingIntact: true)
-            }
-            if origins > 1 {
-                // Which one would count? The checks here and the CORS answer must read the same.
-                return Refusal(error: .repeatedOrigin, framingIntact: true)
-            }
-            if !codings.isEmpty {
-                guard lengths == 0 else { return Refusal(error: .conflictingFraming, framingIntact: false) }
-                // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
-                guard http11 else { return Refusal(error: .unsupportedTransferCoding(codings.joined(separator: ", ")), framingIntact: false) }
-                let list = codings.flatMap { $0.split(separator: ",") }.map { $0.filter { $0 != " " && $0 != "\t" }.lowercased() }
-                guard list == ["chunked"] else {
-                    return Refusal(error: .unsupportedTransferCoding(codings.joined(separator: ", ")), framingIntact: false)
-                }
-            }
-            if lengths > 1 {
-                return Refusal(error: .conflictingFraming, framingIntact: false)
-            }
-            if http11, let expectation, expectation.lowercased() != "100-continue" {
-                return Refusal(error: .unsupportedExpectation(expectation), framingIntact: true)
-            }
-            return nil
-        }
-    }
-}
-
-extension ConnectionStateMachine {
     /// Whether NIO's decoder stops parsing after this request's end, taking what follows for
     /// another protocol's bytes: it does so, as llhttp decides, after a `CONNECT` and after a
     /// request with `Upgrade` whose `Connection` names `upgrade`. The server upgrades to
@@ -717,15 +651,16 @@ extension ConnectionStateMachine {
         }
     }
 
-    /// A request target in absolute form (`http://name:port/path?query`), split into the
-    /// authority the request is for and the origin form that is routed.
-    struct AbsoluteTarget: Equatable {
-        var authority: String
-        var origin: String
-    }
 }
 
-extension ConnectionStateMachine.AbsoluteTarget {
+/// A request target in absolute form (`http://name:port/path?query`), split into the
+/// authority the request is for and the origin form that is routed.
+struct RequestTarget: Equatable {
+    var authority: String
+    var origin: String
+}
+
+extension RequestTarget {
     /// `nil` for the origin form (`/path`), the asterisk form and anything else that is not
     /// an `http` or `https` URI.
     init?(_ uri: String) {
@@ -745,3 +680,7 @@ extension ConnectionStateMachine.AbsoluteTarget {
         origin = tail.first == "/" ? String(tail) : "/" + tail
     }
 }
+
+/// Actions compare as values wherever the stream does: the machine's tests say what they
+/// expect as one `==`.
+extension ConnectionStateMachine.Action: Equatable where Stream: Equatable {}

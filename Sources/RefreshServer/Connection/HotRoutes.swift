@@ -93,14 +93,14 @@ final class HotRoutes: Sendable {
 
     /// Opens the stream of a `GET …/events`, within the limits on open streams.
     func openStream(
-        _ head: HTTPRequestHead, session id: String, listener: any EventListener, channel: any Channel
+        _ head: HTTPRequestHead, session id: String, cors: String?, listener: any EventListener, channel: any Channel
     ) -> StreamOpening {
         do {
             // A stream is an endless chunked body; HTTP/1.0 has no chunks.
             guard head.version.major == 1, head.version.minor >= 1 else { throw APIError.streamNeedsHTTP11 }
             let (session, lastEventID) = try eventStreamRequest(head, session: id)
             if head.method == .HEAD {
-                metrics.requestAnswered(route: RouteTable.Pattern.events, status: 200)
+                metrics.requestAnswered(route: RouteTable.Pattern.events.description, status: 200)
                 return .headOnly(
                     JSONPayload(status: .ok, headers: EventStream.responseFields(gzip: Gzip.accepted(by: head.headers)), body: ByteBuffer()))
             }
@@ -117,7 +117,7 @@ final class HotRoutes: Sendable {
             metrics.streamOpened()
             var bytes = channel.allocator.buffer(capacity: 256 + opening.readableBytes)
             ResponseHead.write(
-                status: response.status, fields: response.headerFields, connection: .none, cors: policy.corsOrigin(of: head), into: &bytes)
+                status: response.status, fields: response.headerFields, connection: .none, cors: cors, into: &bytes)
             bytes.writeImmutableBuffer(opening)
             return .opened(stream, bytes)
         } catch {

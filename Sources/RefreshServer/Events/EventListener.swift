@@ -18,7 +18,9 @@ struct ReplayCache {
     struct Answer {
         var events: [ServerEvent]
         var cursor: UInt64
-        /// The events' frames as one HTTP chunk, ready for the socket.
+        /// The events' frames as one HTTP chunk, ready for the socket; `nil` when they are
+        /// more than a stream writes at once (``EventStream/maxBatchBytes``): a reader that
+        /// was stalled catches up batch by batch, and a chunk of it all would only be copied.
         var chunk: ByteBuffer?
         /// Superseded events left out (see ``Session/Delivery``).
         var coalesced = 0
@@ -37,8 +39,10 @@ struct ReplayCache {
         if cursor != self.cursor || newest() > answer.cursor {
             let delivery = lookup(cursor)
             let events = delivery.events
+            let bytes = events.reduce(0) { $0 + $1.frame.readableBytes }
             answer = Answer(
-                events: events, cursor: delivery.cursor, chunk: events.isEmpty ? nil : HTTPChunk.frame(events.map(\.frame)),
+                events: events, cursor: delivery.cursor,
+                chunk: events.isEmpty || bytes > EventStream.maxBatchBytes ? nil : HTTPChunk.frame(events.map(\.frame)),
                 coalesced: delivery.coalesced, sampleArrival: delivery.sampleArrival)
             self.cursor = cursor
         }
@@ -166,6 +170,13 @@ struct Wakeup: Sendable {
 
 /// HTTP/1.1 chunked framing, done once for bytes many streams send.
 enum HTTPChunk {
+    /// One chunk as buffers to write in order: its size line, the parts as they are (their
+    /// storage shared, not copied), its end.
+    static func parts(_ parts: [ByteBuffer]) -> [ByteBuffer] {
+        let size = parts.reduce(0) { $0 + $1.readableBytes }
+        return [ByteBuffer(string: String(size, radix: 16) + "\r\n")] + parts + [ByteBuffer(string: "\r\n")]
+    }
+
     static func frame(_ parts: [ByteBuffer]) -> ByteBuffer {
         let size = parts.reduce(0) { $0 + $1.readableBytes }
         let header = String(size, radix: 16)

@@ -46,24 +46,64 @@ struct EventStream {
         return headers
     }
 
-    /// The chunk a wake-up has to write, if any.
-    mutating func woken(_ reason: Wakeup.Reason, replay: inout ReplayCache) throws -> ByteBuffer? {
+    /// The most a stream writes at once, and the most a wake-up's shared chunk holds: a
+    /// reader that resumes after a long stall is sent its session's ring (up to
+    /// `--replay-buffer-bytes`) batch by batch as its socket drains, not in one write that
+    /// the server would hold for it, per stalled reader, until the client had read it all.
+    static let maxBatchBytes = 32 * 1024
+
+    /// What a wake-up writes: the buffers of one HTTP chunk, in order. `more`: events are
+    /// left for the next batch, to be written once the socket has taken this one.
+    struct Batch {
+        var parts: [ByteBuffer]
+        var more = false
+    }
+
+    /// The batch a wake-up has to write, if any.
+    mutating func woken(_ reason: Wakeup.Reason, replay: inout ReplayCache) throws -> Batch? {
         let session = subscription.session
         let answer = replay.events(after: cursor, newest: { session.lastEventID }, lookup: { session.delivery(after: $0) })
-        cursor = answer.cursor
-        if answer.coalesced > 0 { session.metrics.eventsCoalesced(answer.coalesced) }
         if let shared = answer.chunk {
+            cursor = answer.cursor
+            if answer.coalesced > 0 { session.metrics.eventsCoalesced(answer.coalesced) }
             guard gzip != nil else {
                 lastWrite = .now
-                return shared
+                return Batch(parts: [shared])
             }
-            return try chunk(answer.events.map(\.frame))
+            return Batch(parts: [try chunk(answer.events.map(\.frame))])
         }
+        if !answer.events.isEmpty { return try batch(of: answer, coalesced: { session.metrics.eventsCoalesced($0) }) }
+        cursor = answer.cursor
         if reason == .tick, ContinuousClock.now - lastWrite >= quietEnough {
             lastWrite = .now
-            return gzip == nil ? Self.keepaliveChunk : try chunk([Self.keepalive])
+            return Batch(parts: [gzip == nil ? Self.keepaliveChunk : try chunk([Self.keepalive])])
         }
         return nil
+    }
+
+    /// The first events of an answer too large for one write: as many as fit
+    /// ``maxBatchBytes``, at least one, and never some of the events that share an id (a
+    /// reset and its snapshot), which one cursor could not tell apart.
+    private mutating func batch(of answer: ReplayCache.Answer, coalesced: (Int) -> Void) throws -> Batch {
+        let events = answer.events
+        var taken = 0
+        var bytes = 0
+        while taken < events.count {
+            let size = events[taken].frame.readableBytes
+            if taken > 0, bytes + size > Self.maxBatchBytes, events[taken].id != events[taken - 1].id { break }
+            bytes += size
+            taken += 1
+        }
+        let more = taken < events.count
+        let from = cursor
+        cursor = more ? events[taken - 1].id : answer.cursor
+        // Ids are dense: those up to the new cursor that are not sent were superseded.
+        let left = more ? Int(cursor - from) - taken : answer.coalesced
+        if left > 0 { coalesced(left) }
+        let frames = events[..<taken].map(\.frame)
+        guard gzip == nil else { return Batch(parts: [try chunk(frames)], more: more) }
+        lastWrite = .now
+        return Batch(parts: HTTPChunk.parts(frames), more: more)
     }
 
     /// The gzip trailer, ending the compressed body cleanly, as a chunk.

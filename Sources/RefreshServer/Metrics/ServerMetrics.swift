@@ -86,8 +86,8 @@ public final class ServerMetrics: Sendable {
             return Metrics.Timer(label: descriptor.name, dimensions: [], handler: handler, factory: factory)
         }
 
-        let samples = RequestKey(route: RouteTable.Pattern.samples, status: 200)
-        let events = RequestKey(route: RouteTable.Pattern.events, status: 200)
+        let samples = RequestKey(route: RouteTable.Pattern.samples.description, status: 200)
+        let events = RequestKey(route: RouteTable.Pattern.events.description, status: 200)
         samplesAnswered = Self.requestCounter(samples, registry: registry, factory: factory)
         streamsOpened = Self.requestCounter(events, registry: registry, factory: factory)
         requests = Mutex([samples: samplesAnswered, events: streamsOpened])

@@ -7,17 +7,17 @@ import RefreshFeed
 /// instances' news is up.
 struct HealthRoutes<Context: RequestContext>: Sendable {
     let feed: any FeedSource
-    let listener: HeadListener?
+    /// With PostgreSQL: whether the connection that brings other instances' news is up.
+    let notificationsUp: (@Sendable () -> Bool)?
     /// How long the store may take to answer before the server counts as not ready.
     let deadline: Duration
 
-    func register(on router: Router<Context>) {
-        router.get("healthz") { request, _ in Self.status("ok", request) }
-        router.get("readyz", use: ready)
+    @Sendable func live(_ request: Request, context: Context) async throws -> Response {
+        Self.status("ok", request)
     }
 
     @Sendable func ready(_ request: Request, context: Context) async throws -> Response {
-        if let listener, !listener.isListening {
+        if let notificationsUp, !notificationsUp() {
             throw APIError(
                 .serviceUnavailable, "notifications_unavailable", "The connection that brings news from other instances is down.", retryAfter: 5)
         }

@@ -11,11 +11,6 @@ struct ItemRoutes: Sendable {
 
     static var maxLimit: Int { 200 }
 
-    func register(on router: Router<Context>) {
-        router.get("api/items", use: list)
-        router.post("api/items", use: publish)
-    }
-
     @Sendable func list(_ request: Request, context: Context) async throws -> Response {
         let query = request.uri.queryParameters
         var limit = configuration.pageSize

@@ -11,10 +11,6 @@ struct MetricsRoutes<Context: RequestContext>: Sendable {
 
     static var contentType: String { "text/plain; version=0.0.4; charset=utf-8" }
 
-    func register(on router: Router<Context>) {
-        router.get("metrics", use: scrape)
-    }
-
     @Sendable func scrape(_ request: Request, context: Context) async throws -> Response {
         var body = metrics.exposition(sessions: sessions.count, openStreams: streams.openStreams)
         var headers: HTTPFields = [.contentType: Self.contentType, .cacheControl: "no-store", .vary: "Accept-Encoding"]

@@ -15,16 +15,6 @@ struct SessionRoutes: Sendable {
     let streams: StreamGate
     let configuration: ServerConfiguration
 
-    func register(on router: Router<Context>) {
-        let group = router.group("api/sessions")
-        group.post(use: create)
-        group.get(":id", use: show)
-        group.delete(":id", use: end)
-        group.post(":id/refresh", use: refresh)
-        group.delete(":id/refresh", use: cancelRefresh)
-        group.post(":id/load-more", use: loadMore)
-    }
-
     private func session(_ context: Context) throws -> Session {
         try sessions.session(context.parameters.get("id") ?? "")
     }

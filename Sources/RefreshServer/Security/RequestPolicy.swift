@@ -57,15 +57,14 @@ struct RequestPolicy: Sendable {
         return origin
     }
 
-    /// A request the origin and content-type rules hold: a method that changes state, on the API.
-    static func changesState(_ method: HTTPMethod, uri: String) -> Bool {
+    /// A request the origin and content-type rules hold: a method that changes state, on the
+    /// API (as the route table tells it).
+    static func changesState(_ method: HTTPMethod, onAPI: Bool) -> Bool {
         switch method {
-        case .POST, .PUT, .PATCH, .DELETE: uri.utf8.starts(with: apiPrefix)
+        case .POST, .PUT, .PATCH, .DELETE: onAPI
         default: false
         }
     }
-
-    private static let apiPrefix = "/api/".utf8
 
     // MARK: - Host
 
@@ -144,13 +143,6 @@ struct RequestPolicy: Sendable {
     func corsOrigin(_ origin: String?) -> String? {
         guard !corsOrigins.isEmpty, let origin else { return nil }
         return corsOrigins.first { Self.equalIgnoringCase($0.utf8[...], origin.utf8[...]) }
-    }
-
-    /// The `--cors-origin` entry the request comes from, for its answer's
-    /// `Access-Control-Allow-Origin`; without `--cors-origin`, no header is even looked at.
-    func corsOrigin(of head: HTTPRequestHead) -> String? {
-        guard !corsOrigins.isEmpty else { return nil }
-        return corsOrigin(head.headers.first(name: "origin"))
     }
 
     /// Whether a state-changing request may go on, from its `Origin`, `Sec-Fetch-Site` and
