@@ -39,7 +39,9 @@ import Testing
     }
 
     @Test func concurrentRefreshesShareOneUpdate() async throws {
-        let feed = ScriptedFeed(items: items(3), behaviour: .steps(5, every: .milliseconds(40)))
+        // The update lasts 2 s, so the four refreshes, asked one after another, all reach it
+        // while it runs even on a loaded machine (at 200 ms the last one sometimes came after).
+        let feed = ScriptedFeed(items: items(3), behaviour: .steps(5, every: .milliseconds(400)))
         try await TestServer.run(feed: feed) { server in
             var streams: [EventReader] = []
             var ids: [String] = []

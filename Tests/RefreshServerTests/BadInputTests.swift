@@ -94,8 +94,10 @@ import Testing
 
     @Test func samplesTooFastAre429WithRetryAfter() async throws {
         var configuration = TestServer.configuration()
-        configuration.maxSamplesPerSecond = 5
-        configuration.maxSamplesPerRequest = 5
+        // One a second: the bucket must refuse one of ten posts in a row, however slowly a
+        // loaded machine sends them (at five a second, ten posts of 200 ms each all passed).
+        configuration.maxSamplesPerSecond = 1
+        configuration.maxSamplesPerRequest = 1
         try await TestServer.run(configuration) { server in
             let id = try await server.session()
             var refused: TestServer.Reply?

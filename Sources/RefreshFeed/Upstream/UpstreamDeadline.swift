@@ -4,9 +4,11 @@
 /// would otherwise hold a refresh until the refresh's own, much longer, deadline.
 enum UpstreamDeadline {
     /// `work`'s result, or `failure` once `timeout` has passed; `work` is then cancelled,
-    /// which closes the download's connection.
+    /// which closes the download's connection. `failure` is read when the time is up, so it
+    /// can say how far the download got.
     static func run<T: Sendable>(
-        within timeout: Duration, else failure: UpstreamError, _ work: @escaping @Sendable () async throws -> T
+        within timeout: Duration, else failure: @autoclosure () -> UpstreamError,
+        _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { try await work() }
@@ -15,7 +17,7 @@ enum UpstreamDeadline {
                 return nil
             }
             defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else { throw failure }
+            guard let first = try await group.next(), let value = first else { throw failure() }
             return value
         }
     }

@@ -102,13 +102,18 @@ public final class UpstreamSet: Sendable {
         report(0, "connecting", "Connecting to \(host)…")
         let validators = try await store.validators(for: url)
         // The client's own deadline ends the head's wait with its reason (refused, not found,
-        // no answer); the whole download's follows it by a moment, for a body that drips.
+        // no answer); the whole download's follows it by a moment, for a body that drips. On a
+        // busy machine the second can come first, so its message asks whether a head came.
         let deadline = NIODeadline.now() + TimeAmount(timeout)
+        let progress = DownloadProgress()
         let download = try await UpstreamDeadline.run(
             within: timeout + .milliseconds(200),
-            else: UpstreamError(description: "\(host) did not send the whole feed within \(timeout.secondsText).")
+            else: UpstreamError(
+                description: progress.answered
+                    ? "\(host) did not send the whole feed within \(timeout.secondsText)."
+                    : "\(host) did not answer within \(timeout.secondsText).")
         ) {
-            try await self.download(url, validators: validators, deadline: deadline, report: report)
+            try await self.download(url, validators: validators, deadline: deadline, progress: progress, report: report)
         }
         guard case .feed(let body, let newValidators) = download else {
             report(1, "done", "\(host) is unchanged")
@@ -139,7 +144,8 @@ public final class UpstreamSet: Sendable {
 
     /// The response head and the whole body; ``UpstreamDeadline`` bounds it all.
     private func download(
-        _ url: String, validators: UpstreamValidators, deadline: NIODeadline, report: @escaping @Sendable (Double, String, String) -> Void
+        _ url: String, validators: UpstreamValidators, deadline: NIODeadline, progress: DownloadProgress,
+        report: @escaping @Sendable (Double, String, String) -> Void
     ) async throws -> Download {
         let host = Self.host(url)
         var request = HTTPClientRequest(url: url)
@@ -155,6 +161,7 @@ public final class UpstreamSet: Sendable {
         } catch {
             throw Self.explain(error, url: url, timeout: timeout, maxBytes: maxBytes)
         }
+        progress.answer()
         if response.status == .notModified { return .unchanged }
         guard (200..<300).contains(response.status.code) else {
             throw UpstreamError(description: "\(host) answered \(response.status.code) \(response.status.reasonPhrase).")
@@ -252,4 +259,14 @@ public final class UpstreamSet: Sendable {
         }
         return UpstreamError(description: "\(host) could not be reached: \(text).")
     }
+}
+
+/// Whether an upstream's response head has come, told from the download's task to the
+/// deadline's, which names what the upstream failed to do.
+final class DownloadProgress: Sendable {
+    private let headArrived = Atomic(false)
+
+    var answered: Bool { headArrived.load(ordering: .acquiring) }
+
+    func answer() { headArrived.store(true, ordering: .releasing) }
 }
