@@ -34,6 +34,9 @@ import Testing
         #expect(try Self.parsed("--disable-publishing") == ["disable-publishing": .bool(true)])
         #expect(try CommandLineSettings.parse(["--port", "1", "--help"]) == .help)
         #expect(try CommandLineSettings.parse(["-h"]) == .help)
+        #expect(try CommandLineSettings.parse(["--bogus", "--help"]) == .help, "help wins over what is wrong")
+        #expect(try CommandLineSettings.parse(["--port", "--help"]) == .help)
+        #expect(try Self.parsed("--port", "7", "--") == ["port": .int(7)], "-- ends the options")
     }
 
     @Test func whatDoesNotParseIsOneLineNamingIt() {
@@ -50,6 +53,7 @@ import Testing
         #expect(Self.refusal("--port") == "Missing value for '--port <number>'")
         #expect(Self.refusal("--port", "--host", "::1") == "Missing value for '--port <number>'")
         #expect(Self.refusal("extra") == "Unexpected argument 'extra'")
+        #expect(Self.refusal("--", "--help") == "Unexpected argument '--help'")
         #expect(Self.refusal("--demo=true") == "The option '--demo' does not take any value, but 'true' was specified.")
         #expect(Self.refusal("--no-demo=1") == "The option '--no-demo' does not take any value, but '1' was specified.")
     }

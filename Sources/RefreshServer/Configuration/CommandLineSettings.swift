@@ -31,12 +31,19 @@ public enum CommandLineSettings {
     /// - Throws: a ``CommandLineError`` naming the argument that is not a flag, a flag that is
     ///   no setting, or a value that is not of its setting's kind.
     public static func parse(_ arguments: [String]) throws(CommandLineError) -> Request {
+        // As with ArgumentParser, a help flag anywhere before `--` wins over what is wrong.
+        let options = arguments.prefix { $0 != "--" }
+        if options.contains("--help") || options.contains("-h") { return .help }
         var flags: [String: SettingValue] = [:]
         var index = arguments.startIndex
         while index < arguments.endIndex {
             let argument = arguments[index]
             index += 1
-            if argument == "--help" || argument == "-h" { return .help }
+            if argument == "--" {
+                // The end of the options: the command takes no argument after it.
+                if index < arguments.endIndex { throw CommandLineError("Unexpected argument '\(arguments[index])'") }
+                break
+            }
             guard argument.hasPrefix("-"), argument.count > 1 else { throw CommandLineError("Unexpected argument '\(argument)'") }
             var name = argument
             var attached: String?
