@@ -5,15 +5,19 @@
 enum UpstreamDeadline {
     /// `work`'s result, or `failure` once `timeout` has passed; `work` is then cancelled,
     /// which closes the download's connection. `failure` is read when the time is up, so it
-    /// can say how far the download got.
+    /// can say how far the download got. When the time is up, `grace()` may give `work` a
+    /// little longer: before the head, the client's own deadline ends it with a better reason
+    /// (refused, not found), and a busy machine can take a moment to say so.
     static func run<T: Sendable>(
-        within timeout: Duration, else failure: @autoclosure () -> UpstreamError,
-        _ work: @escaping @Sendable () async throws -> T
+        within timeout: Duration, grace: @autoclosure @escaping @Sendable () -> Duration = .zero,
+        else failure: @autoclosure () -> UpstreamError, _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { try await work() }
             group.addTask {
                 try await Task.sleep(for: timeout)
+                let more = grace()
+                if more > .zero { try await Task.sleep(for: more) }
                 return nil
             }
             defer { group.cancelAll() }

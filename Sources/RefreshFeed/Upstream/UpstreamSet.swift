@@ -102,12 +102,12 @@ public final class UpstreamSet: Sendable {
         report(0, "connecting", "Connecting to \(host)…")
         let validators = try await store.validators(for: url)
         // The client's own deadline ends the head's wait with its reason (refused, not found,
-        // no answer); the whole download's follows it by a moment, for a body that drips. On a
-        // busy machine the second can come first, so its message asks whether a head came.
+        // no answer); the whole download's follows it, for a body that drips. Until a head has
+        // come the client's deadline is left 2 s to report, which a busy machine may need.
         let deadline = NIODeadline.now() + TimeAmount(timeout)
         let progress = DownloadProgress()
         let download = try await UpstreamDeadline.run(
-            within: timeout + .milliseconds(200),
+            within: timeout + .milliseconds(200), grace: progress.answered ? .zero : .seconds(2),
             else: UpstreamError(
                 description: progress.answered
                     ? "\(host) did not send the whole feed within \(timeout.secondsText)."
