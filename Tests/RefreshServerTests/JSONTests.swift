@@ -1,0 +1,51 @@
+import Foundation
+import RefreshJSON
+import Testing
+
+@Suite struct JSONTests {
+    @Test(arguments: [
+        (#"{"a":[1,-2.5e3,true,false,null,"x\"\\\/\n\u00e9\ud83d\ude00"]}"#, true),
+        ("  {}  ", true),
+        ("{\"a\":01}", false),
+        ("{\"a\":1,}", false),
+        ("{'a':1}", false),
+        ("{\"a\":\"\u{01}\"}", false),
+        (#"{"a":"\ud800"}"#, false),
+        ("[1] x", false),
+        ("-", false),
+        ("1.", false),
+    ])
+    func parsesOnlyValidJSON(text: String, valid: Bool) {
+        let parsed = try? JSONParser.parse(Array(text.utf8))
+        #expect((parsed != nil) == valid, "\(text)")
+    }
+
+    @Test func decodesStringsAndNumbers() throws {
+        let value = try JSONParser.parse(Array(#"{"s":"é\u00e9\ud83d\ude00","n":-0.5,"big":1e400}"#.utf8))
+        guard case .object(let members) = value else { throw TestFailure("not an object") }
+        #expect(members["s"] == .string("éé😀"))
+        #expect(members["n"] == .number(-0.5))
+        #expect(members["big"] == .number(.infinity))
+    }
+
+    @Test func refusesDeepNesting() {
+        let deep = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
+        #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(Array(deep.utf8)) }
+    }
+
+    @Test func writesEscapedStringsAndCompactNumbers() {
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("text", "a\"b\\c\n<script>&\u{2028}\u{1}")
+        json.field("whole", 80.0)
+        json.field("fraction", 0.5)
+        json.field("nan", Double.nan)
+        json.field("none", nil as String?)
+        json.endObject()
+        #expect(
+            String(buffer: json.buffer)
+                == #"{"text":"a\"b\\c\n\u003cscript\u003e\u0026\u2028\u0001","whole":80,"fraction":0.5,"nan":null,"none":null}"#)
+        let roundTrip = try? JSONSerialization.jsonObject(with: Data(json.buffer.readableBytesView)) as? [String: Any]
+        #expect(roundTrip?["text"] as? String == "a\"b\\c\n<script>&\u{2028}\u{1}")
+    }
+}
