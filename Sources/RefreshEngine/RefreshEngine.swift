@@ -103,7 +103,28 @@ public struct RefreshEngine: Sendable {
     /// A sample arrived. Throws, changing nothing, for a value no page measures; ignores
     /// (and counts) a sample whose `seq` is not newer than the last applied.
     public mutating func sampleReceived(_ sample: Sample) throws(SampleError) -> Effects {
-        try sample.validate()
+        apply(try ValidSample(sample))
+    }
+
+    /// Validates every sample first, then applies them in order: a batch with one bad
+    /// sample changes nothing. The effects are merged; at most one job starts per batch
+    /// because a started action holds its edge.
+    public mutating func samplesReceived(_ samples: some Collection<Sample>) throws(SampleError) -> Effects {
+        var valid: [ValidSample] = []
+        valid.reserveCapacity(samples.count)
+        for sample in samples { valid.append(try ValidSample(sample)) }
+        return samplesReceived(valid)
+    }
+
+    /// Applies samples already validated, in order, merging their effects.
+    public mutating func samplesReceived(_ samples: some Collection<ValidSample>) -> Effects {
+        var merged = Effects()
+        for sample in samples { merged.merge(apply(sample)) }
+        return merged
+    }
+
+    private mutating func apply(_ valid: ValidSample) -> Effects {
+        let sample = valid.sample
         if let lastSeq, sample.seq <= lastSeq {
             ignoredSamples += 1
             return .none
@@ -141,20 +162,6 @@ public struct RefreshEngine: Sendable {
         }
         effects.state = gestureState
         return effects
-    }
-
-    /// Validates every sample first, then applies them in order: a batch with one bad
-    /// sample changes nothing. The effects are merged; at most one job starts per batch
-    /// because a started action holds its edge.
-    public mutating func samplesReceived(_ samples: some Collection<Sample>) throws(SampleError) -> Effects {
-        for sample in samples { try sample.validate() }
-        var merged = Effects()
-        for sample in samples {
-            // Validated above; a second failure would be a bug in `validate`.
-            guard let effects = try? sampleReceived(sample) else { continue }
-            merged.merge(effects)
-        }
-        return merged
     }
 
     /// A refresh was asked for without a gesture (button, key, program). Joins the running

@@ -59,6 +59,20 @@ public struct Sample: Sendable, Equatable, Codable {
     }
 }
 
+/// A sample whose values ``Sample/validate()`` accepted: the engine applies it without
+/// checking again, so a sample the API decoded is checked once, where it is read.
+@dynamicMemberLookup
+public struct ValidSample: Sendable, Equatable {
+    public let sample: Sample
+
+    public init(_ sample: Sample) throws(SampleError) {
+        try sample.validate()
+        self.sample = sample
+    }
+
+    public subscript<Value>(dynamicMember path: KeyPath<Sample, Value>) -> Value { sample[keyPath: path] }
+}
+
 /// Why a sample was refused. Nothing of a refused sample is applied.
 public enum SampleError: Error, Sendable, Equatable, CustomStringConvertible {
     case notFinite(field: String)

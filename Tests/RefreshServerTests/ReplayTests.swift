@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NIOPosix
 import Testing
 
 @testable import RefreshFeed
@@ -253,4 +254,40 @@ import Testing
             return
         }
     }
+
+    /// What a wake-up hands its streams is what a stream at its start would read from the
+    /// log: the streams that keep up write it without asking the log again.
+    @Test func aWakeUpCarriesWhatTheLogWouldReplay() throws {
+        var log = EventLog(capacity: 8)
+        _ = log.addListener(QuietListener())
+        log.append(.state, data("1"))
+        log.append(.progress, data("2"))
+        log.append(.news, data("3"))
+        log.append(.state, data("4"))
+        log.append(.news, data("5"))
+        let first = try #require(log.takeAnnouncement()?.news)
+        guard case .events(let replayed) = log.events(after: 0) else { throw TestFailure("gap") }
+        #expect(first.events.map(\.id) == replayed.map(\.id))
+        #expect((first.from, first.through, first.coalesced) == (0, 5, 2))
+        #expect(log.takeAnnouncement() == nil)
+        log.append(.done, data("6"))
+        let second = try #require(log.takeAnnouncement()?.news)
+        #expect((second.from, second.through, second.events.map(\.id)) == (5, 6, [6]))
+
+        // Fired from two threads, they may reach a loop in either order: joined, they say the same.
+        for joined in [first.merged(with: second), second.merged(with: first)] {
+            #expect((joined.from, joined.through, joined.events.map(\.id)) == (0, 6, [2, 4, 5, 6]))
+        }
+        let replay = ReplayCache(first)
+        #expect(replay.announced(after: 0)?.events.map(\.id) == [2, 4, 5])
+        #expect(replay.announced(after: 5)?.events.isEmpty == true)
+        // A stream between the two asks the log.
+        #expect(replay.announced(after: 2) == nil)
+    }
+}
+
+/// A stream that is open but never woken in the test.
+private final class QuietListener: EventListener {
+    let eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
+    func wake(_ reason: Wakeup.Reason, replay: inout ReplayCache) {}
 }

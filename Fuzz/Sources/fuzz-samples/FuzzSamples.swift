@@ -11,7 +11,7 @@ public func fuzzSamples(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: start, count: count))
     guard let body = parseBody(bytes) else { return 0 }
     let maxCount = 64
-    let samples: [Sample]
+    let samples: [ValidSample]
     do {
         samples = try SampleDecoding.decode(body, maxCount: maxCount)
     } catch {

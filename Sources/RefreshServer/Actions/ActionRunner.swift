@@ -17,8 +17,24 @@ struct ActionResult: Sendable {
     var head: FeedPosition?
 }
 
-/// Runs the refreshes and load-mores sessions start, against the feed.
+/// How an action ends.
+enum ActionEnd: Sendable {
+    case completed(ActionResult)
+    case failed(String)
+    case cancelled
+}
+
+/// What a running action tells whoever started it: its progress, then its end, once.
+enum ActionReport: Sendable {
+    case progress(fraction: Double, stage: String, message: String)
+    case finished(ActionEnd)
+}
+
+/// Runs the refreshes and load-mores sessions start, against the feed. It knows nothing of
+/// sessions: it reads the feed for the window it is given and reports through a closure.
 struct ActionRunner: Sendable {
+    typealias Report = @Sendable (ActionReport) -> Void
+
     let feed: any FeedSource
     let news: NewsHub
     let sharedUpdate: SharedUpdate
@@ -42,15 +58,15 @@ struct ActionRunner: Sendable {
 
     private struct TimedOut: Error {}
 
-    func run(_ job: Job, window: Session.Window, for session: Session) async {
+    func run(_ job: Job, window: PageWindow, report: @escaping Report) async {
         let started = ContinuousClock.now
-        let result: Session.Result
+        let result: ActionEnd
         do {
             let outcome = try await withThrowingTaskGroup(of: ActionResult?.self) { group in
                 group.addTask {
                     switch job.kind {
-                    case .refresh: try await refresh(job, window: window, session: session, holdUntil: started + minimumDuration)
-                    case .loadMore: try await loadMore(job, window: window, session: session)
+                    case .refresh: try await refresh(window: window, report: report, holdUntil: started + minimumDuration)
+                    case .loadMore: try await loadMore(window: window, report: report)
                     }
                 }
                 group.addTask {
@@ -69,7 +85,7 @@ struct ActionRunner: Sendable {
         } catch {
             result = .failed(Self.describe(error))
         }
-        let finished: Session.Result = Task.isCancelled ? .cancelled : result
+        let finished: ActionEnd = Task.isCancelled ? .cancelled : result
         let outcome: ServerMetrics.Outcome =
             switch finished {
             case .completed: .completed
@@ -78,17 +94,17 @@ struct ActionRunner: Sendable {
             }
         // Counted before the page hears of it: whoever sees `done` sees it counted.
         metrics.actionFinished(job.kind == .refresh ? .refresh : .loadMore, outcome)
-        session.finish(job, finished)
+        report(.finished(finished))
     }
 
     /// `holdUntil`: the spinner stays at least until then, so a fast refresh reads as an
     /// answer rather than a flicker; the last progress step waits for it with the items.
-    private func refresh(_ job: Job, window: Session.Window, session: Session, holdUntil: ContinuousClock.Instant) async throws -> ActionResult {
-        session.progress(job, fraction: 0, stage: "starting", message: "Checking for new items…")
+    private func refresh(window: PageWindow, report: @escaping Report, holdUntil: ContinuousClock.Instant) async throws -> ActionResult {
+        report(.progress(fraction: 0, stage: "starting", message: "Checking for new items…"))
         let update: FeedUpdate
         do {
             update = try await sharedUpdate.run { progress in
-                session.progress(job, fraction: 0.05 + 0.85 * progress.fraction, stage: progress.stage, message: progress.message)
+                report(.progress(fraction: 0.05 + 0.85 * progress.fraction, stage: progress.stage, message: progress.message))
             }
         } catch {
             // An update that failed half-way may still have stored items.
@@ -98,7 +114,7 @@ struct ActionRunner: Sendable {
         // Every open page hears of what the update stored, not only this one.
         await news.catchUp(with: feed)
         try Task.checkCancellation()
-        session.progress(job, fraction: 0.95, stage: "collecting", message: "Collecting new items…")
+        report(.progress(fraction: 0.95, stage: "collecting", message: "Collecting new items…"))
         var result: ActionResult
         if let shown = window.shown {
             let page = try await feed.added(after: shown, limit: pageSize)
@@ -121,15 +137,15 @@ struct ActionRunner: Sendable {
                 ? (update.added == 0 ? "Already up to date" : update.message)
                 : count == 1 ? "1 new item" : "\(count) new items"
         try await Task.sleep(until: holdUntil, clock: ContinuousClock())
-        session.progress(job, fraction: 1, stage: "done", message: message)
+        report(.progress(fraction: 1, stage: "done", message: message))
         return result
     }
 
-    private func loadMore(_ job: Job, window: Session.Window, session: Session) async throws -> ActionResult {
-        session.progress(job, fraction: 0, stage: "loading", message: "Loading older items…")
+    private func loadMore(window: PageWindow, report: @escaping Report) async throws -> ActionResult {
+        report(.progress(fraction: 0, stage: "loading", message: "Loading older items…"))
         let page = try await feed.older(than: window.oldest, through: window.pagedThrough, limit: pageSize)
         try Task.checkCancellation()
-        session.progress(job, fraction: 1, stage: "done", message: page.items.isEmpty ? "No more items" : "\(page.items.count) older items")
+        report(.progress(fraction: 1, stage: "done", message: page.items.isEmpty ? "No more items" : "\(page.items.count) older items"))
         // The first page a page shows is the newest: from here on, what the feed gains is news.
         return ActionResult(op: .append, items: page.items, hasMore: page.hasMore, head: window.shown == nil ? page.head : nil)
     }

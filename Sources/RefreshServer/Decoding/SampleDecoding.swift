@@ -21,7 +21,7 @@ enum SampleDecoding {
     /// The members a sample has; any other is refused, as in every body the API reads.
     static let sampleMembers: Set<String> = ["seq", "t", "y", "phase", "contentHeight", "viewportHeight"]
 
-    static func decode(_ body: JSONValue, maxCount: Int) throws(APIError) -> [Sample] {
+    static func decode(_ body: JSONValue, maxCount: Int) throws(APIError) -> [ValidSample] {
         let root = try JSONFields<APIError>(body, path: "")
         guard root.has("samples") else { return [try sample(body, path: "")] }
         if root.members.count > 1 { try root.rejectUnknown(["samples"]) }
@@ -31,7 +31,7 @@ enum SampleDecoding {
                 .tooManyRequests, "too_many_samples",
                 "\(elements.count) samples in one request; at most \(maxCount) are accepted.", retryAfter: 1)
         }
-        var samples: [Sample] = []
+        var samples: [ValidSample] = []
         samples.reserveCapacity(elements.count)
         for (index, element) in elements.enumerated() {
             samples.append(try sample(element, path: "samples[\(index)]"))
@@ -39,7 +39,7 @@ enum SampleDecoding {
         return samples
     }
 
-    static func sample(_ value: JSONValue, path: String) throws(APIError) -> Sample {
+    static func sample(_ value: JSONValue, path: String) throws(APIError) -> ValidSample {
         let fields = try JSONFields<APIError>(value, path: path)
         // One lookup per member; the sorted search for the message only when one is unknown.
         if fields.members.keys.contains(where: { !sampleMembers.contains($0) }) { try fields.rejectUnknown(sampleMembers) }
@@ -51,12 +51,11 @@ enum SampleDecoding {
             contentHeight: try fields.finiteDouble("contentHeight"),
             viewportHeight: try fields.finiteDouble("viewportHeight"))
         do {
-            try sample.validate()
+            return try ValidSample(sample)
         } catch {
             let prefix = path.isEmpty ? "" : "\(path)."
             throw .outOfRange("\(prefix)\(error.description).")
         }
-        return sample
     }
 }
 

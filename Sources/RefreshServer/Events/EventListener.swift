@@ -13,7 +13,8 @@ protocol EventListener: AnyObject, Sendable {
     func wake(_ reason: Wakeup.Reason, replay: inout ReplayCache)
 }
 
-/// The last lookup of "events after this cursor" in one wake-up round.
+/// What the streams woken together share in one wake-up round: the events the wake-up
+/// carries, framed once, and the last lookup of "events after this cursor" in the log.
 struct ReplayCache {
     struct Answer {
         var events: [ServerEvent]
@@ -22,28 +23,48 @@ struct ReplayCache {
         /// more than a stream writes at once (``EventStream/maxBatchBytes``): a reader that
         /// was stalled catches up batch by batch, and a chunk of it all would only be copied.
         var chunk: ByteBuffer?
-        /// Superseded events left out (see ``Session/Delivery``).
+        /// Superseded events left out (see ``Delivery``).
         var coalesced = 0
         /// When the samples request behind the `state` event among them arrived, until the
         /// first stream that writes them takes it.
         var sampleArrival: ContinuousClock.Instant?
+
+        init(events: [ServerEvent], cursor: UInt64, coalesced: Int, sampleArrival: ContinuousClock.Instant?) {
+            self.events = events
+            self.cursor = cursor
+            let bytes = events.reduce(0) { $0 + $1.frame.readableBytes }
+            chunk = events.isEmpty || bytes > EventStream.maxBatchBytes ? nil : HTTPChunk.frame(events.map(\.frame))
+            self.coalesced = coalesced
+            self.sampleArrival = sampleArrival
+        }
     }
 
+    /// The events the wake-up brought, and the id they start after.
+    private var announced: (from: UInt64, answer: Answer)?
     private var cursor: UInt64?
-    private var answer = Answer(events: [], cursor: 0)
+    private var answer = Answer(events: [], cursor: 0, coalesced: 0, sampleArrival: nil)
+
+    init(_ announcement: Announcement? = nil) {
+        announced = announcement.map {
+            ($0.from, Answer(events: $0.events, cursor: $0.through, coalesced: $0.coalesced, sampleArrival: $0.sampleArrival))
+        }
+    }
+
+    /// What the wake-up brought for a stream at `cursor`: its events when the stream was at
+    /// their start, nothing when it is already past them, `nil` when only the log can say.
+    func announced(after cursor: UInt64) -> Answer? {
+        guard let announced else { return nil }
+        if cursor == announced.from { return announced.answer }
+        if cursor >= announced.answer.cursor { return Answer(events: [], cursor: cursor, coalesced: 0, sampleArrival: nil) }
+        return nil
+    }
 
     /// The events after `cursor`, looked up again only for another cursor or when the log
     /// has grown since: a round writing to many streams takes a while, and the streams it
     /// reaches late get what arrived meanwhile in the same write, not in a second round.
-    mutating func events(after cursor: UInt64, newest: () -> UInt64, lookup: (UInt64) -> Session.Delivery) -> Answer {
-        if cursor != self.cursor || newest() > answer.cursor {
-            let delivery = lookup(cursor)
-            let events = delivery.events
-            let bytes = events.reduce(0) { $0 + $1.frame.readableBytes }
-            answer = Answer(
-                events: events, cursor: delivery.cursor,
-                chunk: events.isEmpty || bytes > EventStream.maxBatchBytes ? nil : HTTPChunk.frame(events.map(\.frame)),
-                coalesced: delivery.coalesced, sampleArrival: delivery.sampleArrival)
+    mutating func events(after cursor: UInt64, lookup: (_ cursor: UInt64, _ known: UInt64?) -> Delivery?) -> Answer {
+        if let delivery = lookup(cursor, cursor == self.cursor ? answer.cursor : nil) {
+            answer = Answer(events: delivery.events, cursor: delivery.cursor, coalesced: delivery.coalesced, sampleArrival: nil)
             self.cursor = cursor
         }
         return answer
@@ -52,40 +73,73 @@ struct ReplayCache {
     /// When the samples request behind the `state` event just written arrived: once, for
     /// the first stream of the round that wrote it.
     mutating func takeSampleArrival() -> ContinuousClock.Instant? {
-        defer { answer.sampleArrival = nil }
-        return answer.sampleArrival
+        guard let arrival = announced?.answer.sampleArrival else { return nil }
+        announced?.answer.sampleArrival = nil
+        return arrival
     }
+}
+
+/// What an open stream is sent after its cursor, looked up in the log.
+struct Delivery: Sendable {
+    var events: [ServerEvent]
+    var cursor: UInt64
+    /// Superseded `state` and `news` events between the cursor and the newest, left out.
+    var coalesced = 0
+    /// The log no longer has what followed the cursor: `events` are a reset and a snapshot.
+    var gap = false
 }
 
 /// The open streams of one event loop, for one session. Its member list is read by the
 /// wake-up task, so it sits in its own lock, changed only under the session's.
 final class LoopListeners: Sendable {
+    struct Shared {
+        var members: [any EventListener] = []
+        /// The events of news wake-ups queued on `loop` that have not started.
+        var pending: Announcement?
+        /// A news wake-up is queued on `loop` and has not started: another joins it.
+        var queued = false
+    }
+
     let loop: any EventLoop
-    let members = Mutex<[any EventListener]>([])
-    /// A news wake-up is queued on `loop` and has not started: another can join it.
-    let newsQueued = Atomic<Bool>(false)
+    let shared = Mutex(Shared())
 
     init(loop: any EventLoop) {
         self.loop = loop
     }
 
     /// Wakes the current members on `loop`, in this call when already there.
-    func wake(_ reason: Wakeup.Reason) {
+    func wake(_ reason: Wakeup.Reason, _ news: Announcement?) {
         if loop.inEventLoop {
-            wakeMembers(reason)
-        } else if reason != .news || !newsQueued.exchange(true, ordering: .acquiringAndReleasing) {
+            wakeMembers(reason, news)
+        } else if reason != .news {
+            loop.execute { [self] in wakeMembers(reason, nil) }
+        } else {
+            let queue = shared.withLock { shared in
+                if let news { shared.pending = shared.pending.map { $0.merged(with: news) } ?? news }
+                defer { shared.queued = true }
+                return !shared.queued
+            }
+            guard queue else { return }
             loop.execute { [self] in
-                // Cleared before reading the log: news appended from here on queues a new wake.
-                if reason == .news { newsQueued.store(false, ordering: .releasing) }
-                wakeMembers(reason)
+                // Taken before the streams write: news appended from here on queues a new wake.
+                let (members, news) = shared.withLock { shared in
+                    shared.queued = false
+                    defer { shared.pending = nil }
+                    return (shared.members, shared.pending)
+                }
+                wake(members, .news, news)
             }
         }
     }
 
     /// On `loop`: wakes the members now.
-    func wakeMembers(_ reason: Wakeup.Reason) {
-        var replay = ReplayCache()
-        for member in members.withLock({ $0 }) { member.wake(reason, replay: &replay) }
+    func wakeMembers(_ reason: Wakeup.Reason, _ news: Announcement? = nil) {
+        wake(shared.withLock { $0.members }, reason, news)
+    }
+
+    private func wake(_ members: [any EventListener], _ reason: Wakeup.Reason, _ news: Announcement?) {
+        var replay = ReplayCache(news)
+        for member in members { member.wake(reason, replay: &replay) }
     }
 }
 
@@ -109,9 +163,9 @@ struct ListenerGroups: Sendable {
                 created = group
                 return group
             }()
-        positions[ObjectIdentifier(listener)] = group.members.withLock { members in
-            members.append(listener)
-            return members.count - 1
+        positions[ObjectIdentifier(listener)] = group.shared.withLock { shared in
+            shared.members.append(listener)
+            return shared.members.count - 1
         }
         return created
     }
@@ -122,10 +176,10 @@ struct ListenerGroups: Sendable {
         guard let position = positions.removeValue(forKey: ObjectIdentifier(listener)),
             let index = groups.firstIndex(where: { $0.loop === listener.eventLoop })
         else { return nil }
-        let (moved, empty) = groups[index].members.withLock { members in
-            let last = members.removeLast()
-            guard position < members.count else { return (nil as (any EventListener)?, members.isEmpty) }
-            members[position] = last
+        let (moved, empty) = groups[index].shared.withLock { shared in
+            let last = shared.members.removeLast()
+            guard position < shared.members.count else { return (nil as (any EventListener)?, shared.members.isEmpty) }
+            shared.members[position] = last
             return (last, false)
         }
         if let moved { positions[ObjectIdentifier(moved)] = position }
@@ -141,8 +195,8 @@ struct ListenerGroups: Sendable {
     }
 
     /// The wake-up of every stream, to be fired once the session's lock is released.
-    func wakeup(_ reason: Wakeup.Reason) -> Wakeup? {
-        groups.isEmpty ? nil : Wakeup(reason: reason, groups: groups)
+    func wakeup(_ reason: Wakeup.Reason, _ news: Announcement? = nil) -> Wakeup? {
+        groups.isEmpty ? nil : Wakeup(reason: reason, groups: groups, news: news)
     }
 
 }
@@ -160,11 +214,13 @@ struct Wakeup: Sendable {
 
     let reason: Reason
     let groups: [LoopListeners]
+    /// The events appended, for a news wake-up.
+    var news: Announcement?
 
     /// Streams on the calling event loop are woken at once, before the caller goes on: a
     /// sample's state event is written before the POST that caused it is answered.
     func fire() {
-        for group in groups { group.wake(reason) }
+        for group in groups { group.wake(reason, news) }
     }
 }
 

@@ -25,8 +25,10 @@ struct EventLog: Sendable {
     private var droppedThrough: UInt64 = 0
     /// The open streams: woken, not handed copies of the events.
     private var listeners = ListenerGroups()
-    /// Events were appended since the streams were last woken.
-    private var unannounced = false
+    /// Events appended since the streams were last woken, oldest first.
+    private var unannounced: [ServerEvent] = []
+    /// The newest id the streams were woken for.
+    private var announcedThrough: UInt64 = 0
 
     /// The newest events the byte bound never drops. A stream is woken after each append
     /// but writes on its own event loop, a few wake-ups behind when that loop is busy; an
@@ -62,7 +64,7 @@ struct EventLog: Sendable {
                 droppedThrough = oldest.id
             }
         }
-        unannounced = true
+        unannounced.append(event)
         return event
     }
 
@@ -115,10 +117,16 @@ struct EventLog: Sendable {
 
     /// The wake-up for everything appended since the last call, to fire once the lock is
     /// released: a refresh's items, done and state wake each stream once, not three times.
-    mutating func takeAnnouncement() -> Wakeup? {
-        guard unannounced else { return nil }
-        unannounced = false
-        return listeners.wakeup(.news)
+    /// It carries those events, so a stream that was up to date writes them without coming
+    /// back to the log. `sampleArrival`: when the samples request behind the newest `state`
+    /// among them arrived.
+    mutating func takeAnnouncement(sampleArrival: ContinuousClock.Instant? = nil) -> Wakeup? {
+        guard !unannounced.isEmpty else { return nil }
+        let news = Announcement(
+            from: announcedThrough, through: lastID, events: Announcement.superseding(unannounced), sampleArrival: sampleArrival)
+        unannounced.removeAll(keepingCapacity: true)
+        announcedThrough = lastID
+        return listeners.wakeup(.news, news)
     }
 
     /// Wakes every stream with nothing new: the keepalive tick.
@@ -130,5 +138,46 @@ struct EventLog: Sendable {
     mutating func closeAll() -> Wakeup? {
         let groups = listeners.removeAll()
         return groups.isEmpty ? nil : Wakeup(reason: .sessionEnded, groups: groups)
+    }
+}
+
+/// The events a wake-up hands its streams: every id after `from` up to `through`, with
+/// superseded `state` and `news` events left out as the log's replay leaves them out. A
+/// stream whose cursor is `from` writes them as they are; any other asks the log.
+struct Announcement: Sendable {
+    var from: UInt64
+    var through: UInt64
+    var events: [ServerEvent]
+    /// When the samples request behind the `state` event among them arrived.
+    var sampleArrival: ContinuousClock.Instant?
+
+    /// Superseded events left out.
+    var coalesced: Int { Int(through - from) - events.count }
+
+    /// `events` with each `state` and `news` but the last of its kind left out.
+    static func superseding(_ events: [ServerEvent]) -> [ServerEvent] {
+        let lastState = events.lastIndex { $0.kind == .state }
+        let lastNews = events.lastIndex { $0.kind == .news }
+        var kept: [ServerEvent] = []
+        kept.reserveCapacity(events.count)
+        for (index, event) in events.enumerated() {
+            if event.kind == .state, index != lastState { continue }
+            if event.kind == .news, index != lastNews { continue }
+            kept.append(event)
+        }
+        return kept
+    }
+
+    /// This announcement and `other`, when they follow on from each other (in either order,
+    /// as two wake-ups fired from two threads may come); otherwise the one that reaches
+    /// further, and streams behind it ask the log.
+    func merged(with other: Announcement) -> Announcement {
+        if through == other.from {
+            return Announcement(
+                from: from, through: other.through, events: Self.superseding(events + other.events),
+                sampleArrival: other.sampleArrival ?? sampleArrival)
+        }
+        if other.through == from { return other.merged(with: self) }
+        return other.through > through ? other : self
     }
 }

@@ -62,7 +62,10 @@ struct EventStream {
     /// The batch a wake-up has to write, if any.
     mutating func woken(_ reason: Wakeup.Reason, replay: inout ReplayCache) throws -> Batch? {
         let session = subscription.session
-        let answer = replay.events(after: cursor, newest: { session.lastEventID }, lookup: { session.delivery(after: $0) })
+        // A stream that kept up writes what the wake-up brought; only one behind asks the log.
+        let answer =
+            replay.announced(after: cursor)
+            ?? replay.events(after: cursor, lookup: { session.delivery(after: $0, unlessThrough: $1) })
         if let shared = answer.chunk {
             cursor = answer.cursor
             if answer.coalesced > 0 { session.metrics.eventsCoalesced(answer.coalesced) }

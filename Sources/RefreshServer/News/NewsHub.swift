@@ -2,6 +2,13 @@ import NIOCore
 import RefreshFeed
 import Synchronization
 
+/// What the hub tells of a move of the feed's head: a session with open streams, known to
+/// the hub only by this.
+protocol NewsListener: AnyObject, Sendable {
+    /// On the event loop of the streams the listener was registered with.
+    func headAdvanced(_ payloads: NewsPayloads)
+}
+
 /// The feed's head as this server knows it, and the fan-out that tells every open page.
 ///
 /// The head moves when a publish commits, when a refresh stores items it pulled upstream,
@@ -89,8 +96,8 @@ public final class NewsHub: Sendable {
 
     // MARK: - Streams
 
-    /// `session`'s first stream on `group`'s event loop opened.
-    func streamsOpened(_ group: LoopListeners, of session: Session) {
+    /// `listener`'s first stream on `group`'s event loop opened.
+    func streamsOpened(_ group: LoopListeners, of listener: any NewsListener) {
         let streams = state.withLock { state in
             let key = ObjectIdentifier(group.loop)
             if let streams = state.loops[key] { return streams }
@@ -98,7 +105,7 @@ public final class NewsHub: Sendable {
             state.loops[key] = streams
             return streams
         }
-        streams.members.withLock { $0[ObjectIdentifier(group)] = session }
+        streams.members.withLock { $0[ObjectIdentifier(group)] = listener }
     }
 
     /// The last of them closed.
@@ -111,7 +118,7 @@ public final class NewsHub: Sendable {
 /// The sessions with streams on one event loop, by their group of streams there.
 private final class LoopStreams: Sendable {
     let loop: any EventLoop
-    let members = Mutex<[ObjectIdentifier: Session]>([:])
+    let members = Mutex<[ObjectIdentifier: any NewsListener]>([:])
 
     init(loop: any EventLoop) {
         self.loop = loop
@@ -121,11 +128,11 @@ private final class LoopStreams: Sendable {
     /// many sessions were told.
     func announce(_ head: FeedHead) -> Int {
         let payloads = NewsPayloads(head: head)
-        let sessions = members.withLock { Array($0.values) }
-        for session in sessions {
-            session.headAdvanced(payloads)
+        let listeners = members.withLock { Array($0.values) }
+        for listener in listeners {
+            listener.headAdvanced(payloads)
         }
-        return sessions.count
+        return listeners.count
     }
 }
 

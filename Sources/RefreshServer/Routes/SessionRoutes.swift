@@ -26,7 +26,7 @@ struct SessionRoutes: Sendable {
         let wantsFirstPage = try SessionRequest.decode(body).firstPage == true
         // Within the limits first: a client refused a session makes no store reads.
         let session = try sessions.create(config: config, client: context.client)
-        var window: Session.Window?
+        var window: PageWindow?
         var firstPage: FeedPage?
         do {
             if let resume { window = try await shownWindow(resume) }
@@ -70,11 +70,11 @@ struct SessionRoutes: Sendable {
     /// What a page that has seen the feed up to `resume.head`, down to the item
     /// `resume.oldest`, shows; `nil` when this feed cannot continue that list (it has no such
     /// item, or is behind that head): the page then starts afresh.
-    private func shownWindow(_ resume: ResumeDecoding.Resume) async throws -> Session.Window? {
+    private func shownWindow(_ resume: ResumeDecoding.Resume) async throws -> PageWindow? {
         guard let item = try await feed.item(id: resume.oldest), let position = try await feed.position(of: resume.oldest),
             position <= resume.head, let current = try await feed.head(), resume.head <= current.position
         else { return nil }
-        var window = Session.Window()
+        var window = PageWindow()
         window.shown = resume.head
         window.pagedThrough = resume.pagedThrough
         window.oldest = item.cursor

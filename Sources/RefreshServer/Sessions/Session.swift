@@ -8,24 +8,13 @@ import Synchronization
 /// Everything mutable sits in one `Mutex`, held only for in-memory work (never across I/O
 /// or an `await`), so a sample goes route → engine → event log on the connection's event
 /// loop, and the streams are woken on theirs, with no task or actor in between.
-public final class Session: Sendable {
+public final class Session: Sendable, NewsListener {
     public let id: String
     public let config: RefreshConfig
     /// The address that created it, whose per-client limit it counts against.
     let client: String
     private let runner: ActionRunner
     private let state: Mutex<State>
-
-    /// The items this session's page shows, as far as the server has sent them.
-    struct Window: Sendable {
-        /// The feed's head when the newest items the page shows were read: what the feed
-        /// gained after it is new to the page. `nil` until the page shows a first page.
-        var shown: FeedPosition?
-        /// The head its first page (or the page that replaced its list) was read at: paging
-        /// down goes only through items at or below it, since later ones come on top.
-        var pagedThrough: FeedPosition?
-        var oldest: FeedCursor?
-    }
 
     /// Live mode bringing new items in without a refresh.
     private enum LiveFetch: Sendable {
@@ -39,7 +28,7 @@ public final class Session: Sendable {
     private struct State: Sendable {
         var engine: RefreshEngine
         var log: EventLog
-        var window = Window()
+        var window = PageWindow()
         var tasks: [ActionID: Task<Void, Never>] = [:]
         /// Highest progress fraction sent for the running action: fractions never go back.
         var progressFloor: (ActionID, Double)?
@@ -49,9 +38,9 @@ public final class Session: Sendable {
         /// The head the last `news` event told of: the same head is not told twice.
         var announced: FeedPosition = 0
         var live = LiveFetch.idle
-        /// The newest `state` event a samples request caused, and when that request arrived,
-        /// until a stream writes it: the sample's latency is measured then.
-        var sampleArrival: (id: UInt64, at: ContinuousClock.Instant)?
+        /// When the samples request behind the `state` event just appended arrived: its
+        /// wake-up carries it to the stream that writes it, where the latency is measured.
+        var sampleArrival: ContinuousClock.Instant?
     }
 
     init(id: String, config: RefreshConfig, client: String, runner: ActionRunner, limits: ServerConfiguration, now: ContinuousClock.Instant) {
@@ -70,9 +59,9 @@ public final class Session: Sendable {
     // MARK: - Inputs from the API
 
     /// Applies samples in `seq` order and answers with the resulting state as JSON: the
-    /// bytes of the `state` event it caused, not a second encoding. A rejected batch (rate,
-    /// values) changes nothing.
-    func applySamples(_ samples: [Sample], now: ContinuousClock.Instant) throws(APIError) -> ByteBuffer {
+    /// bytes of the `state` event it caused, not a second encoding. A batch over the rate
+    /// changes nothing; the samples' values were validated where they were decoded.
+    func applySamples(_ samples: [ValidSample], now: ContinuousClock.Instant) throws(APIError) -> ByteBuffer {
         try mutate { (state) throws(APIError) -> ByteBuffer in
             state.lastActive = now
             if let retryAfter = state.bucket.take(samples.count, now: now) {
@@ -81,17 +70,12 @@ public final class Session: Sendable {
                     "More than \(Int(state.bucket.rate)) samples per second for this session.",
                     retryAfter: retryAfter)
             }
-            let effects: Effects
             let ignoredBefore = state.engine.ignoredSamples
-            do throws(SampleError) {
-                effects = try state.engine.samplesReceived(samples)
-            } catch {
-                throw .outOfRange(error.description)
-            }
+            let effects = state.engine.samplesReceived(samples)
             let ignored = state.engine.ignoredSamples - ignoredBefore
             runner.metrics.samplesTaken(applied: samples.count - ignored, ignored: ignored)
             perform(effects, &state)
-            if effects.state != nil, let event = state.log.latestState { state.sampleArrival = (event.id, now) }
+            if effects.state != nil { state.sampleArrival = now }
             // A live page that comes to rest at the top takes what it was told of meanwhile.
             if config.news == .live, let shown = state.window.shown, case let head = runner.news.position, head > shown,
                 head > state.announced || state.engine.restsAtTop
@@ -160,15 +144,9 @@ public final class Session: Sendable {
         }
     }
 
-    enum Result: Sendable {
-        case completed(ActionResult)
-        case failed(String)
-        case cancelled
-    }
-
     /// Ends `job`: its items, its `done`, the state after it. Ignored when the job was
     /// already cancelled or superseded: its late results must not reach the page.
-    func finish(_ job: Job, _ result: Result) {
+    func finish(_ job: Job, _ result: ActionEnd) {
         mutate { state in
             state.tasks.removeValue(forKey: job.id)
             guard state.engine.runningJob == job else { return }
@@ -176,7 +154,7 @@ public final class Session: Sendable {
             switch result {
             case .completed(let result):
                 if result.replacesList {
-                    state.window = Window()
+                    state.window = PageWindow()
                     state.log.append(.reset, EventData.reset(reason: "More new items than a refresh sends: the list starts over."))
                     runner.metrics.resetSent(.listReplaced)
                 }
@@ -210,7 +188,7 @@ public final class Session: Sendable {
     /// The page already shows items, from a session it had elsewhere (its instance went away,
     /// or forgot it): this session takes them as shown and tells what the feed gained since,
     /// as `news`, or as items for a live page at rest.
-    func resume(showing window: Window) {
+    func resume(showing window: PageWindow) {
         mutate { state in
             state.window = window
             catchUpOnNews(&state)
@@ -310,33 +288,17 @@ public final class Session: Sendable {
 
     /// The events after `cursor` for an open stream, or a reset and snapshot past a gap.
     func events(after cursor: UInt64) -> (events: [ServerEvent], cursor: UInt64) {
-        let delivery = self.delivery(after: cursor)
+        guard let delivery = delivery(after: cursor) else { return ([], cursor) }
         return (delivery.events, delivery.cursor)
     }
 
-    /// What an open stream is sent after `cursor`, and what the metrics learn from it.
-    struct Delivery: Sendable {
-        var events: [ServerEvent]
-        var cursor: UInt64
-        /// Superseded `state` and `news` events between the cursor and the newest, left out.
-        var coalesced = 0
-        /// The log no longer has what followed the cursor: `events` are a reset and a snapshot.
-        var gap = false
-        /// When the samples request behind the `state` event among `events` arrived; given
-        /// once, to the first stream that is sent it.
-        var sampleArrival: ContinuousClock.Instant?
-    }
-
-    /// The events after `cursor` for an open stream, as ``events(after:)``, with what the
-    /// metrics count.
-    func delivery(after cursor: UInt64) -> Delivery {
+    /// The events after `cursor` for a stream that fell behind what its wake-ups brought,
+    /// with what the metrics count; `nil` when the log has nothing after `known` (what the
+    /// caller already looked up for this cursor).
+    func delivery(after cursor: UInt64, unlessThrough known: UInt64? = nil) -> Delivery? {
         mutate { state in
-            var delivery = catchUp(after: cursor, &state)
-            if let arrival = state.sampleArrival, !delivery.gap, arrival.id > cursor, arrival.id <= delivery.cursor {
-                delivery.sampleArrival = arrival.at
-                state.sampleArrival = nil
-            }
-            return delivery
+            if let known, state.log.lastID <= known { return nil }
+            return catchUp(after: cursor, &state)
         }
     }
 
@@ -377,7 +339,7 @@ public final class Session: Sendable {
             return Delivery(events: events, cursor: next, coalesced: Int(next - cursor) - events.count)
         case .gap:
             // The page cannot know what it missed: it clears its list and refills it.
-            state.window = Window()
+            state.window = PageWindow()
             runner.metrics.resetSent(.gap)
             let reset = ServerEvent(id: lastID, kind: .reset, data: EventData.reset(reason: "Events were missed: reload the list."))
             let snapshot = ServerEvent(id: lastID, kind: .state, data: EventData.state(state.engine.gestureState))
@@ -414,7 +376,10 @@ public final class Session: Sendable {
         var wakeup: Wakeup?
         defer { wakeup?.fire() }
         return try state.withLock { (state) throws(Failure) -> Result in
-            defer { wakeup = state.log.takeAnnouncement() }
+            defer {
+                wakeup = state.log.takeAnnouncement(sampleArrival: state.sampleArrival)
+                state.sampleArrival = nil
+            }
             return try body(&state)
         }
     }
@@ -426,26 +391,17 @@ public final class Session: Sendable {
         }
         if let job = effects.start {
             let window = state.window
-            state.tasks[job.id] = Task { [runner] in await runner.run(job, window: window, for: self) }
+            state.tasks[job.id] = Task { [runner] in
+                await runner.run(job, window: window) { report in
+                    switch report {
+                    case .progress(let fraction, let stage, let message): self.progress(job, fraction: fraction, stage: stage, message: message)
+                    case .finished(let end): self.finish(job, end)
+                    }
+                }
+            }
         }
         if let gesture = effects.state {
             state.log.append(.state, EventData.state(gesture))
-        }
-    }
-}
-
-extension Session.Window {
-    /// `head`: the feed's head when the items were read, for reads that bring the page up to
-    /// date (a refresh, or the first page).
-    mutating func include(_ items: [FeedItem], op: ActionResult.Op, head: FeedPosition?) {
-        if let head { shown = max(shown ?? 0, head) }
-        if pagedThrough == nil { pagedThrough = head }
-        guard let last = items.last else { return }
-        switch op {
-        case .prepend:
-            if oldest == nil { oldest = last.cursor }
-        case .append:
-            oldest = last.cursor
         }
     }
 }
