@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import RefreshFeed
+import RefreshHTTP
 import ServiceLifecycle
 
 /// Builds the whole server from its configuration: routes, middleware, background upkeep.
@@ -75,10 +76,11 @@ public enum RefreshApplication {
         ) { request, source in
             try await responder.respond(to: request, context: ServerRequestContext(source: source))
         }
-        let server = HTTPServer(
-            host: configuration.host, port: configuration.port, group: group, maxHeadBytes: configuration.maxHeadBytes,
-            steerByClient: configuration.steerByClient, logger: logger, makeHandler: { ConnectionHandler(routes: routes) },
-            onServerRunning: onServerRunning)
+        let server = HTTPService(
+            server: HTTPServer(
+                host: configuration.host, port: configuration.port, group: group, maxHeadBytes: configuration.maxHeadBytes,
+                steerByClient: configuration.steerByClient, logger: logger, makeHandler: { ConnectionHandler(application: routes) },
+                onServerRunning: onServerRunning))
         let maintenance = SessionMaintenance(sessions: sessions, news: news, feed: feed, keepaliveInterval: configuration.keepaliveInterval)
         let groupCloser: [any Service] = ownGroup.map { [EventLoopGroupCloser(group: $0)] } ?? []
         return ServiceGroup(configuration: .init(services: groupCloser + store.services + [maintenance, server], logger: logger))

@@ -8,6 +8,7 @@ import RefreshEngine
 import Testing
 
 @testable import RefreshFeed
+@testable import RefreshHTTP
 @testable import RefreshServer
 
 @Suite struct HotRouteTests {

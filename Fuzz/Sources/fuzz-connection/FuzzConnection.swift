@@ -7,6 +7,7 @@ import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import RefreshEngine
+import RefreshHTTP
 import Synchronization
 
 @testable import RefreshFeed
@@ -157,8 +158,8 @@ private struct Scenario {
         let maxHeadBytes = configuration.maxHeadBytes
         try! await channel.testingEventLoop.executeInContext { [channel, routes] in
             let pipeline = channel.pipeline.syncOperations
-            try pipeline.addHandler(ConnectionHandler.makeDecoder(maxHeadBytes: maxHeadBytes))
-            try pipeline.addHandler(ConnectionHandler(routes: routes))
+            try pipeline.addHandler(HTTPServer.makeDecoder(maxHeadBytes: maxHeadBytes))
+            try pipeline.addHandler(ConnectionHandler(application: routes))
         }
         try! await channel.connect(to: SocketAddress(ipAddress: "127.0.0.9", port: 5000)).get()
     }
