@@ -97,12 +97,7 @@ import Testing
             configuration.lingerTimeout = .milliseconds(500)
             adjust(&configuration)
             self.configuration = configuration
-            let sessions = SessionStore(
-                runner: ActionRunner(feed: feed, news: NewsHub(), configuration: configuration), limits: configuration)
-            routes = HotRoutes(
-                sessions: sessions, streams: StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient),
-                proxies: TrustedProxies(), configuration: configuration, logger: Logger(label: "test")
-            ) { request, _ in
+            routes = ServerParts.forTest(feed: feed, configuration: configuration).application { request, _ in
                 if routerDelay > .zero { try await Task.sleep(for: routerDelay) }
                 let path = request.uri.path
                 return Response(
