@@ -4,6 +4,7 @@ import NIOPosix
 import Testing
 
 @testable import RefreshFeed
+@testable import RefreshHTTP
 @testable import RefreshServer
 
 /// Reconnecting with `Last-Event-ID` misses nothing and repeats nothing.
