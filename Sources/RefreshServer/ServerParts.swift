@@ -25,7 +25,10 @@ struct ServerParts {
         let news = news ?? NewsHub(metrics: metrics)
         self.feed = feed
         self.news = news
-        sessions = SessionStore(runner: ActionRunner(feed: feed, news: news, configuration: configuration), limits: configuration)
+        let actions = ActionRunner(feed: feed, news: news, configuration: configuration, metrics: metrics)
+        sessions = SessionStore(
+            services: Session.Services(actions: actions, news: news, feed: feed, pageSize: configuration.pageSize, metrics: metrics),
+            limits: configuration)
         streams = StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient)
         self.configuration = configuration
         self.metrics = metrics

@@ -41,14 +41,11 @@ struct ActionRunner: Sendable {
     let pageSize: Int
     let timeout: Duration
     let minimumDuration: Duration
-    /// The metrics of the server, which its sessions count into too.
     let metrics: ServerMetrics
 
-    /// - Parameter metrics: the news hub's, unless given.
-    init(feed: any FeedSource, news: NewsHub, configuration: ServerConfiguration, metrics: ServerMetrics? = nil) {
+    init(feed: any FeedSource, news: NewsHub, configuration: ServerConfiguration, metrics: ServerMetrics) {
         self.feed = feed
         self.news = news
-        let metrics = metrics ?? news.metrics
         self.metrics = metrics
         self.sharedUpdate = SharedUpdate(source: feed, metrics: metrics)
         self.pageSize = configuration.pageSize

@@ -13,8 +13,22 @@ public final class Session: Sendable, NewsListener {
     public let config: RefreshConfig
     /// The address that created it, whose per-client limit it counts against.
     let client: String
-    private let runner: ActionRunner
+    private let services: Services
     private let state: Mutex<State>
+
+    /// What a session works with, each given by its store when it is made: none is reached
+    /// through another.
+    struct Services: Sendable {
+        /// Runs the session's refreshes and load-mores, reporting back through a closure.
+        let actions: ActionRunner
+        /// The feed's head, for `news` and live prepends; told which streams open and close.
+        let news: NewsHub
+        /// Where live mode reads the items the page does not show yet.
+        let feed: any FeedSource
+        /// Items per live read.
+        let pageSize: Int
+        let metrics: ServerMetrics
+    }
 
     /// Live mode bringing new items in without a refresh.
     private enum LiveFetch: Sendable {
@@ -43,11 +57,11 @@ public final class Session: Sendable, NewsListener {
         var sampleArrival: ContinuousClock.Instant?
     }
 
-    init(id: String, config: RefreshConfig, client: String, runner: ActionRunner, limits: ServerConfiguration, now: ContinuousClock.Instant) {
+    init(id: String, config: RefreshConfig, client: String, services: Services, limits: ServerConfiguration, now: ContinuousClock.Instant) {
         self.id = id
         self.config = config
         self.client = client
-        self.runner = runner
+        self.services = services
         self.state = Mutex(
             State(
                 engine: RefreshEngine(config: config),
@@ -73,11 +87,11 @@ public final class Session: Sendable, NewsListener {
             let ignoredBefore = state.engine.ignoredSamples
             let effects = state.engine.samplesReceived(samples)
             let ignored = state.engine.ignoredSamples - ignoredBefore
-            runner.metrics.samplesTaken(applied: samples.count - ignored, ignored: ignored)
+            services.metrics.samplesTaken(applied: samples.count - ignored, ignored: ignored)
             perform(effects, &state)
             if effects.state != nil { state.sampleArrival = now }
             // A live page that comes to rest at the top takes what it was told of meanwhile.
-            if config.news == .live, let shown = state.window.shown, case let head = runner.news.position, head > shown,
+            if config.news == .live, let shown = state.window.shown, case let head = services.news.position, head > shown,
                 head > state.announced || state.engine.restsAtTop
             {
                 catchUpOnNews(&state)
@@ -156,7 +170,7 @@ public final class Session: Sendable, NewsListener {
                 if result.replacesList {
                     state.window = PageWindow()
                     state.log.append(.reset, EventData.reset(reason: "More new items than a refresh sends: the list starts over."))
-                    runner.metrics.resetSent(.listReplaced)
+                    services.metrics.resetSent(.listReplaced)
                 }
                 let shown = state.window.shown
                 state.window.include(result.items, op: result.op, head: result.head)
@@ -215,8 +229,8 @@ public final class Session: Sendable, NewsListener {
 
     /// Tells the page of the newest head if it shows less.
     private func catchUpOnNews(_ state: inout State) {
-        guard config.news != .off, let shown = state.window.shown, runner.news.position > shown,
-            let head = runner.news.head
+        guard config.news != .off, let shown = state.window.shown, services.news.position > shown,
+            let head = services.news.head
         else { return }
         announce(head, payload: { EventData.news(count: head.position - $0, head: head) }, &state)
     }
@@ -241,8 +255,8 @@ public final class Session: Sendable, NewsListener {
     /// moved on meanwhile (a gesture, an action, a refresh that brought the items itself).
     private func bringIn(after shown: FeedPosition, _ state: inout State) {
         state.live = .running(
-            Task { [runner] in
-                let read = await runner.news.added(after: shown, in: runner.feed, limit: runner.pageSize)
+            Task { [services] in
+                let read = await services.news.added(after: shown, in: services.feed, limit: services.pageSize)
                 self.broughtIn(read, after: shown)
             })
     }
@@ -253,7 +267,7 @@ public final class Session: Sendable, NewsListener {
             state.live = .idle
             guard state.window.shown == shown, state.engine.restsAtTop else { return catchUpOnNews(&state) }
             guard let read, !read.page.hasMore else {
-                state.live = .gaveUp(at: runner.news.position)
+                state.live = .gaveUp(at: services.news.position)
                 return catchUpOnNews(&state)
             }
             state.window.include(read.page.items, op: .prepend, head: read.page.head)
@@ -274,13 +288,13 @@ public final class Session: Sendable, NewsListener {
         mutate { state in
             guard !state.ended else { return nil }
             state.lastActive = now
-            if let group = state.log.addListener(listener) { runner.news.streamsOpened(group, of: self) }
+            if let group = state.log.addListener(listener) { services.news.streamsOpened(group, of: self) }
             // News that came while no stream was open.
             catchUpOnNews(&state)
             let delivery = catchUp(after: lastEventID, &state)
             if lastEventID != nil {
-                runner.metrics.replayed(hit: !delivery.gap)
-                if delivery.coalesced > 0 { runner.metrics.eventsCoalesced(delivery.coalesced) }
+                services.metrics.replayed(hit: !delivery.gap)
+                if delivery.coalesced > 0 { services.metrics.eventsCoalesced(delivery.coalesced) }
             }
             return (delivery.events, delivery.cursor)
         }
@@ -303,14 +317,14 @@ public final class Session: Sendable, NewsListener {
     }
 
     /// The metrics of the server the session lives in.
-    var metrics: ServerMetrics { runner.metrics }
+    var metrics: ServerMetrics { services.metrics }
 
     /// The id of the newest event.
     var lastEventID: UInt64 { state.withLock { $0.log.lastID } }
 
     func unsubscribe(_ listener: any EventListener, now: ContinuousClock.Instant) {
         mutate { state in
-            if let group = state.log.removeListener(listener) { runner.news.streamsClosed(group) }
+            if let group = state.log.removeListener(listener) { services.news.streamsClosed(group) }
             state.lastActive = now
         }
     }
@@ -340,7 +354,7 @@ public final class Session: Sendable, NewsListener {
         case .gap:
             // The page cannot know what it missed: it clears its list and refills it.
             state.window = PageWindow()
-            runner.metrics.resetSent(.gap)
+            services.metrics.resetSent(.gap)
             let reset = ServerEvent(id: lastID, kind: .reset, data: EventData.reset(reason: "Events were missed: reload the list."))
             let snapshot = ServerEvent(id: lastID, kind: .state, data: EventData.state(state.engine.gestureState))
             return Delivery(events: [reset, snapshot], cursor: lastID, gap: true)
@@ -363,7 +377,7 @@ public final class Session: Sendable, NewsListener {
             if case .running(let task) = state.live { task.cancel() }
             state.live = .idle
             let wakeup = state.log.closeAll()
-            for group in wakeup?.groups ?? [] { runner.news.streamsClosed(group) }
+            for group in wakeup?.groups ?? [] { services.news.streamsClosed(group) }
             return wakeup
         }?.fire()
     }
@@ -391,8 +405,8 @@ public final class Session: Sendable, NewsListener {
         }
         if let job = effects.start {
             let window = state.window
-            state.tasks[job.id] = Task { [runner] in
-                await runner.run(job, window: window) { report in
+            state.tasks[job.id] = Task { [actions = services.actions] in
+                await actions.run(job, window: window) { report in
                     switch report {
                     case .progress(let fraction, let stage, let message): self.progress(job, fraction: fraction, stage: stage, message: message)
                     case .finished(let end): self.finish(job, end)

@@ -18,11 +18,11 @@ public final class SessionStore: Sendable {
     }
 
     private let registry = Mutex(Registry())
-    private let runner: ActionRunner
+    private let services: Session.Services
     private let limits: ServerConfiguration
 
-    init(runner: ActionRunner, limits: ServerConfiguration) {
-        self.runner = runner
+    init(services: Session.Services, limits: ServerConfiguration) {
+        self.services = services
         self.limits = limits
     }
 
@@ -31,7 +31,7 @@ public final class SessionStore: Sendable {
     /// A new session for `client` (its address, see ``TrustedProxies``).
     func create(config: RefreshConfig, client: String) throws(APIError) -> Session {
         let session = Session(
-            id: Self.newID(instance: limits.instanceName), config: config, client: client, runner: runner, limits: limits, now: .now)
+            id: Self.newID(instance: limits.instanceName), config: config, client: client, services: services, limits: limits, now: .now)
         try registry.withLock { (registry) throws(APIError) in
             guard registry.sessions.count < limits.maxSessions else {
                 throw APIError(
