@@ -244,6 +244,7 @@ export class SampleQueue {
 
   async #flush(slot) {
     const batch = this.#queue;
+    const hurried = this.#hurry;
     this.#queue = [];
     this.#hurry = false;
     const generation = this.#generation;
@@ -256,6 +257,9 @@ export class SampleQueue {
       if (wait == null) this.#roundTrip += ((performance.now() - sent) - this.#roundTrip) / 4;
       if (wait != null && generation === this.#generation) {
         this.#putBack(batch);
+        // A crossing turned away is still a crossing: once the wait is over it goes first,
+        // in its own slot, not behind the paced ones.
+        if (hurried && this.#queue.length > 0) this.#hurry = true;
         clearTimeout(this.#pause);
         this.#pause = setTimeout(() => {
           this.#pause = null;

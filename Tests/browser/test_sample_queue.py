@@ -72,6 +72,47 @@ def test_a_sample_that_crosses_a_threshold_goes_out_at_once_within_the_connectio
     assert result["most"] == 5, "three paced, the crossing's and the release: with the stream, six connections"
 
 
+
+REFUSED = """
+const done = arguments[arguments.length - 1];
+const { SampleQueue, ThresholdWatch } = await import('/pull-to-refresh/session.js');
+const out = [];
+const sent = [];
+const send = (samples) => new Promise((resolve) => {
+    out.push({ answer: resolve });
+    sent.push(samples.map((s) => s.y));
+});
+// An answer of a number is the server's "not now, ask again in that many ms" (a 429).
+const answer = (index, wait) => out.splice(index, 1)[0].answer(wait);
+const settle = () => new Promise((resolve) => setTimeout(resolve, 10));
+const watch = new ThresholdWatch({ top: { enabled: true, threshold: 80 }, bottom: { enabled: false }, baseline: 'zero' });
+const queue = new SampleQueue(send, { crosses: (sample) => watch.crosses(sample) });
+const drag = (y) => ({ y, phase: 'drag' });
+const push = async (y) => { queue.push(drag(y)); await Promise.resolve(); await Promise.resolve(); };
+await push(-10);   // paced
+await push(-85);   // the crossing's slot
+await push(-70);   // back under: the next paced slot
+await push(-95);   // the last paced slot
+answer(1);         // the crossing's slot is free again
+await settle();
+await push(-70);   // back under: the crossing's slot
+const before = sent.length;
+answer(3, 0);      // turned away, to be asked again at once
+await settle();
+done({ sent, before, after: sent.length, out: out.length });
+"""
+
+
+def test_a_crossing_turned_away_goes_first_once_the_wait_is_over(server, phone):
+    """Every paced slot is out when the server turns a crossing away: after the wait it goes
+    in its own slot again, not behind the paced requests (which may take a round trip)."""
+    phone.get(server + "/")
+    result = phone.execute_async_script("(async () => {" + REFUSED + "})()")
+    print(f"\nsent {result['sent']}")
+    assert result["before"] == 5 and result["sent"][4] == [-70]
+    assert result["after"] == 6, "the refused crossing went again without waiting for a paced slot"
+    assert result["sent"][5] == [-70]
+
 WATCH = """
 const { ThresholdWatch } = await import('/pull-to-refresh/session.js');
 const run = (config, samples) => { const w = new ThresholdWatch(config); return samples.map((s) => w.crosses(s)); };
