@@ -68,11 +68,30 @@ let package = Package(
                 server("ServiceLifecycle", "swift-service-lifecycle"),
             ]
         ),
+        // The HTTP/1.1 connection layer: the listener, each connection's state machine and its
+        // handler, admission, response heads. It knows nothing of sessions, feeds, events or the
+        // router: it talks to the application through the protocol it declares. SwiftNIO and
+        // swift-log only, and HTTPTypes, the currency type of a response head that the router's
+        // answers (Hummingbird's) and NIO's conversions already speak: the router's head then
+        // reaches the socket without a conversion per request. Never the feed or the server
+        // (Tests/adoption/target-edges.sh holds it so).
+        .target(
+            name: "RefreshHTTP",
+            dependencies: [
+                server("Logging", "swift-log"),
+                server("NIOCore", "swift-nio"),
+                server("NIOHTTP1", "swift-nio"),
+                server("NIOPosix", "swift-nio"),
+                server("NIOExtras", "swift-nio-extras"),
+                server("HTTPTypes", "swift-http-types"),
+            ]
+        ),
         .target(
             name: "RefreshServer",
             dependencies: [
                 "RefreshEngine",
                 "RefreshFeed",
+                "RefreshHTTP",
                 "RefreshJSON",
                 server("Hummingbird", "hummingbird"),
                 server("HummingbirdCore", "hummingbird"),
@@ -116,11 +135,14 @@ let package = Package(
         .testTarget(name: "RefreshEngineTests", dependencies: ["RefreshEngine"]),
         // The feed tested alone: nothing of the server is built for it.
         .testTarget(name: "RefreshFeedTests", dependencies: ["RefreshFeed"]),
+        // The connection layer tested alone: nothing of the server is built for it.
+        .testTarget(name: "RefreshHTTPTests", dependencies: ["RefreshHTTP", server("NIOCore", "swift-nio"), server("NIOHTTP1", "swift-nio")]),
         .testTarget(
             name: "RefreshServerTests",
             dependencies: [
                 "RefreshServer",
                 "RefreshFeed",
+                "RefreshHTTP",
                 "RefreshJSON",
                 server("HummingbirdTesting", "hummingbird"),
                 server("NIOPosix", "swift-nio"),

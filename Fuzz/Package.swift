@@ -1,9 +1,10 @@
 // swift-tools-version: 6.2
 // libFuzzer targets for the server's parsers and its connection layer. The project's own
 // modules are compiled here from its sources (Sources/RefreshEngine, Sources/RefreshJSON,
-// Sources/FeedSubset/RefreshFeed and Sources/ServerSubset/RefreshServer are links to them)
-// so that they alone are instrumented, and without the parts that need PostgreSQL, SQLite,
-// TLS or an HTTP client: a build from scratch then takes minutes, not a quarter of an hour.
+// Sources/RefreshHTTP, Sources/FeedSubset/RefreshFeed and Sources/ServerSubset/RefreshServer
+// are links to them) so that they alone are instrumented, and without the parts that need
+// PostgreSQL, SQLite, TLS or an HTTP client: a build from scratch then takes minutes, not a
+// quarter of an hour.
 // See README.md.
 import PackageDescription
 
@@ -45,12 +46,25 @@ let package = Package(
             ],
             swiftSettings: instrumented
         ),
+        .target(
+            name: "RefreshHTTP",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: instrumented
+        ),
         // The server minus the application that wires the stores and what only it reaches.
         .target(
             name: "RefreshServer",
             dependencies: [
                 "RefreshEngine",
                 "RefreshFeed",
+                "RefreshHTTP",
                 "RefreshJSON",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -68,7 +82,7 @@ let package = Package(
                 "RefreshServer/RefreshApplication.swift",
                 "RefreshServer/Configuration/ConfigurationSources.swift",
                 "RefreshServer/Connection/EventLoopGroupCloser.swift",
-                "RefreshServer/Connection/HTTPServer.swift",
+                "RefreshServer/Connection/HTTPService.swift",
                 "RefreshServer/Sessions/SessionMaintenance.swift",
             ],
             swiftSettings: instrumented
@@ -91,7 +105,7 @@ let package = Package(
         .executableTarget(
             name: "fuzz-connection",
             dependencies: [
-                "FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshFeed", "RefreshServer",
+                "FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshFeed", "RefreshHTTP", "RefreshServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

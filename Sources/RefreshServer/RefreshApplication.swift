@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import RefreshFeed
+import RefreshHTTP
 import ServiceLifecycle
 
 /// Builds the whole server from its configuration: routes, middleware, background upkeep.
@@ -37,10 +38,8 @@ public enum RefreshApplication {
             } else {
                 try defaultStore(configuration, news: news, logger: logger)
             }
-        let feed = MeteredFeed(store.feed, metrics: metrics)
-        let runner = ActionRunner(feed: feed, news: news, configuration: configuration)
-        let sessions = SessionStore(runner: runner, limits: configuration)
-        let streams = StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient)
+        let parts = ServerParts(
+            feed: MeteredFeed(store.feed, metrics: metrics), configuration: configuration, news: news, metrics: metrics, logger: logger)
         let proxies = try configuration.validatedTrustedProxies()
         if !FileManager.default.fileExists(atPath: configuration.publicDirectory) {
             // Only the default can be missing here (`validate` refuses any other): a server of
@@ -50,36 +49,18 @@ public enum RefreshApplication {
             )
         }
         let files = try StaticFiles(directory: configuration.publicDirectory)
-
-        let router = Router(context: ServerRequestContext.self)
-        router.add(middleware: ErrorMiddleware())
         var notificationsUp: (@Sendable () -> Bool)?
         if let listener = store.listener { notificationsUp = { listener.isListening } }
-        let handlers = RouteTable.Handlers(
-            sessions: SessionRoutes(sessions: sessions, feed: feed, streams: streams, configuration: configuration),
-            items: ItemRoutes(feed: feed, news: news, configuration: configuration),
-            health: HealthRoutes(feed: feed, notificationsUp: notificationsUp, deadline: .seconds(2)),
-            metrics: MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams))
-        RouteTable.register(on: router, handlers: handlers) { request, _ in
-            guard let response = try files.response(path: request.uri.path, request: request) else {
-                throw APIError(.notFound, "not_found", "Nothing at \(request.uri.path).")
-            }
-            return response
-        }
-
-        let responder = router.buildResponder()
+        let routes = parts.application(proxies: proxies, router: parts.router(files: files, notificationsUp: notificationsUp))
         let ownGroup = configuration.eventLoops.map { MultiThreadedEventLoopGroup(numberOfThreads: $0) }
         let group: any EventLoopGroup = ownGroup ?? MultiThreadedEventLoopGroup.singleton
-        let routes = HotRoutes(
-            sessions: sessions, streams: streams, proxies: proxies, configuration: configuration, logger: logger, metrics: metrics
-        ) { request, source in
-            try await responder.respond(to: request, context: ServerRequestContext(source: source))
-        }
-        let server = HTTPServer(
-            host: configuration.host, port: configuration.port, group: group, maxHeadBytes: configuration.maxHeadBytes,
-            steerByClient: configuration.steerByClient, logger: logger, makeHandler: { ConnectionHandler(routes: routes) },
-            onServerRunning: onServerRunning)
-        let maintenance = SessionMaintenance(sessions: sessions, news: news, feed: feed, keepaliveInterval: configuration.keepaliveInterval)
+        let server = HTTPService(
+            server: HTTPServer(
+                host: configuration.host, port: configuration.port, group: group, maxHeadBytes: configuration.maxHeadBytes,
+                steerByClient: configuration.steerByClient, logger: logger, makeHandler: { ConnectionHandler(application: routes) },
+                onServerRunning: onServerRunning))
+        let maintenance = SessionMaintenance(
+            sessions: parts.sessions, news: news, feed: parts.feed, keepaliveInterval: configuration.keepaliveInterval)
         let groupCloser: [any Service] = ownGroup.map { [EventLoopGroupCloser(group: $0)] } ?? []
         return ServiceGroup(configuration: .init(services: groupCloser + store.services + [maintenance, server], logger: logger))
     }

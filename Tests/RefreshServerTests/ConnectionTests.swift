@@ -8,6 +8,7 @@ import RefreshEngine
 import Testing
 
 @testable import RefreshFeed
+@testable import RefreshHTTP
 @testable import RefreshServer
 
 /// The connection layer, bytes in and bytes out: NIO's decoder and ``ConnectionHandler`` on
@@ -96,12 +97,7 @@ import Testing
             configuration.lingerTimeout = .milliseconds(500)
             adjust(&configuration)
             self.configuration = configuration
-            let sessions = SessionStore(
-                runner: ActionRunner(feed: feed, news: NewsHub(), configuration: configuration), limits: configuration)
-            routes = HotRoutes(
-                sessions: sessions, streams: StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient),
-                proxies: TrustedProxies(), configuration: configuration, logger: Logger(label: "test")
-            ) { request, _ in
+            routes = ServerParts.forTest(feed: feed, configuration: configuration).application { request, _ in
                 if routerDelay > .zero { try await Task.sleep(for: routerDelay) }
                 let path = request.uri.path
                 return Response(
@@ -112,11 +108,11 @@ import Testing
             channel = NIOAsyncTestingChannel()
             let maxHeadBytes = configuration.maxHeadBytes
             try await channel.testingEventLoop.executeInContext { [channel, reads, socket, routes] in
-                let handler = ConnectionHandler(routes: routes)
+                let handler = ConnectionHandler(application: routes)
                 let pipeline = channel.pipeline.syncOperations
                 try pipeline.addHandler(socket)
                 try pipeline.addHandler(reads)
-                try pipeline.addHandler(ConnectionHandler.makeDecoder(maxHeadBytes: maxHeadBytes))
+                try pipeline.addHandler(HTTPServer.makeDecoder(maxHeadBytes: maxHeadBytes))
                 try pipeline.addHandler(handler)
             }
             try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.9", port: 5000)).get()

@@ -8,16 +8,15 @@ import RefreshEngine
 import Testing
 
 @testable import RefreshFeed
+@testable import RefreshHTTP
 @testable import RefreshServer
 
 @Suite struct HotRouteTests {
     let routes: HotRoutes = {
-        let configuration = ServerConfiguration()
-        let sessions = SessionStore(runner: ActionRunner(feed: MemoryFeed(), news: NewsHub(), configuration: configuration), limits: configuration)
-        return HotRoutes(
-            sessions: sessions, streams: StreamGate(maxStreams: 10, maxPerClient: 10), proxies: TrustedProxies(),
-            configuration: configuration, logger: Logger(label: "test")
-        ) { _, _ in Response(status: .ok) }
+        var configuration = ServerConfiguration()
+        configuration.maxStreams = 10
+        configuration.maxStreamsPerClient = 10
+        return ServerParts.forTest(configuration: configuration).application { _, _ in Response(status: .ok) }
     }()
 
     func head(_ method: HTTPMethod, _ path: String) -> HTTPRequestHead {

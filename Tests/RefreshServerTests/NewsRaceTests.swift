@@ -65,8 +65,8 @@ import Testing
         // In memory: the race under test is between sessions; racing writers on a file are
         // `FeedPositionTests`' subject, and a disk sync per publish would only slow this down.
         let feed = JitteredReads(try SQLiteFeed(path: ":memory:"))
-        let runner = ActionRunner(feed: feed, news: NewsHub(), configuration: configuration)
-        let store = SessionStore(runner: runner, limits: configuration)
+        let parts = ServerParts.forTest(feed: feed, configuration: configuration)
+        let store = parts.sessions
         // Half badge, half live: live pages at rest at the top take items without refreshing.
         let sessions = try (0..<50).map { index in
             let config = try Preset.standard.config.applying(.init(news: index.isMultiple(of: 2) ? .badge : .live))
@@ -89,7 +89,7 @@ import Testing
                             id: "w\(writer)-\(index)", title: "Item \(index)",
                             published: Timestamp(milliseconds: 1_800_000_000_000 + Int64.random(in: 0...10_000_000)))
                         _ = try await feed.publish([item])
-                        await runner.news.catchUp(with: feed)
+                        await parts.news.catchUp(with: feed)
                         ids.append(item.id)
                     }
                     return ids
@@ -100,7 +100,7 @@ import Testing
                     var page = Page(session: session)
                     try await page.wait(for: try session.requestLoadMore(now: .now))
                     var round = 0
-                    while store.count > 0, runner.news.position < FeedPosition(publishes) {
+                    while store.count > 0, parts.news.position < FeedPosition(publishes) {
                         try await page.wait(for: session.requestRefresh(now: .now))
                         // Paging down must not bring what came on top.
                         round += 1

@@ -3,6 +3,7 @@ import NIOCore
 import Testing
 
 @testable import RefreshFeed
+@testable import RefreshHTTP
 @testable import RefreshServer
 
 /// Reconnecting with `Last-Event-ID` misses nothing and repeats nothing.

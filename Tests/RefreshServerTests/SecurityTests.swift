@@ -6,6 +6,7 @@ import NIOPosix
 import Synchronization
 import Testing
 
+@testable import RefreshHTTP
 @testable import RefreshServer
 
 /// What keeps a web page the user visits from using a server on the user's machine: the Host

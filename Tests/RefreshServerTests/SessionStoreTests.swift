@@ -16,8 +16,7 @@ private final class SilentListener: EventListener {
     @Test func idleSessionsExpireButOnesWithStreamsStay() throws {
         var configuration = ServerConfiguration()
         configuration.sessionIdleTimeout = .seconds(60)
-        let runner = ActionRunner(feed: MemoryFeed(), news: NewsHub(), configuration: configuration)
-        let store = SessionStore(runner: runner, limits: configuration)
+        let store = ServerParts.forTest(configuration: configuration).sessions
         let idle = try store.create(
             config: .init(top: Preset.standard.config.top, bottom: Preset.standard.config.bottom, rotation: true, prefetch: false), client: "test")
         let watched = try store.create(config: Preset.standard.config, client: "test")

@@ -7,6 +7,7 @@ import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import RefreshEngine
+import RefreshHTTP
 import Synchronization
 
 @testable import RefreshFeed
@@ -114,30 +115,11 @@ private struct Scenario {
     }
 
     init() async {
-        let feed = MemoryFeed(items: DemoItems.make())
-        let metrics = ServerMetrics()
-        let news = NewsHub(metrics: metrics)
-        let sessions = SessionStore(runner: ActionRunner(feed: feed, news: news, configuration: configuration), limits: configuration)
-        let streams = StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient)
-        let router = Router(context: ServerRequestContext.self)
-        router.add(middleware: ErrorMiddleware())
-        let handlers = RouteTable.Handlers(
-            sessions: SessionRoutes(sessions: sessions, feed: feed, streams: streams, configuration: configuration),
-            items: ItemRoutes(feed: feed, news: news, configuration: configuration),
-            health: HealthRoutes(feed: feed, notificationsUp: nil, deadline: .seconds(2)),
-            metrics: MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams))
-        RouteTable.register(on: router, handlers: handlers) { request, _ in
-            guard let response = try files.response(path: request.uri.path, request: request) else {
-                throw APIError(.notFound, "not_found", "Nothing at \(request.uri.path).")
-            }
-            return response
-        }
-        let responder = router.buildResponder()
+        let parts = ServerParts(feed: MemoryFeed(items: DemoItems.make()), configuration: configuration, logger: logger)
+        let responder = parts.router(files: files).buildResponder()
         let routing = InFlight()
         self.routing = routing
-        routes = HotRoutes(
-            sessions: sessions, streams: streams, proxies: TrustedProxies(), configuration: configuration, logger: logger, metrics: metrics
-        ) { request, source in
+        routes = parts.application { request, source in
             routing.count.withLock { $0 += 1 }
             let response: Response
             do {
@@ -157,8 +139,8 @@ private struct Scenario {
         let maxHeadBytes = configuration.maxHeadBytes
         try! await channel.testingEventLoop.executeInContext { [channel, routes] in
             let pipeline = channel.pipeline.syncOperations
-            try pipeline.addHandler(ConnectionHandler.makeDecoder(maxHeadBytes: maxHeadBytes))
-            try pipeline.addHandler(ConnectionHandler(routes: routes))
+            try pipeline.addHandler(HTTPServer.makeDecoder(maxHeadBytes: maxHeadBytes))
+            try pipeline.addHandler(ConnectionHandler(application: routes))
         }
         try! await channel.connect(to: SocketAddress(ipAddress: "127.0.0.9", port: 5000)).get()
     }

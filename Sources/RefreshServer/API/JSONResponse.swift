@@ -1,15 +1,12 @@
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import RefreshHTTP
 import RefreshJSON
 
 /// A JSON response as bytes and headers, before it becomes a Hummingbird `Response` or is
 /// written straight to a connection.
-struct JSONPayload: Sendable {
-    var status: HTTPResponse.Status
-    var headers: HTTPFields
-    var body: ByteBuffer
-}
+typealias JSONPayload = HTTPAnswer
 
 enum JSONResponse {
     /// Bodies smaller than this are sent as they are: gzip would cost more than it saves.

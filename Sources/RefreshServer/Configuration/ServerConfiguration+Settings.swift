@@ -1,5 +1,6 @@
 import Foundation
 import RefreshFeed
+import RefreshHTTP
 
 /// A setting's value as a source holds it, before it becomes a field of
 /// ``ServerConfiguration``: durations arrive as seconds or milliseconds, lists as lists.

@@ -1,4 +1,5 @@
 import Logging
+import RefreshHTTP
 
 /// Everything an operator can tune, with the defaults `refresh-server` starts with.
 /// Each field an operator sets is one of ``settings``: a flag, an environment variable and a

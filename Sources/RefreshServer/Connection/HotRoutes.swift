@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypesHTTP1
+import RefreshHTTP
 import RefreshJSON
 
 /// What a connection answers: the two requests on the gesture's path on its event loop,
@@ -19,6 +20,8 @@ final class HotRoutes: Sendable {
     let streams: StreamGate
     let proxies: TrustedProxies
     let configuration: ServerConfiguration
+    /// The part of ``configuration`` the connection reads.
+    let http: HTTPConfiguration
     /// Which hosts are answered, which requests may change state, which origins get CORS.
     let policy: RequestPolicy
     let logger: Logger
@@ -34,7 +37,8 @@ final class HotRoutes: Sendable {
         self.streams = streams
         self.proxies = proxies
         self.configuration = configuration
-        policy = RequestPolicy(configuration)
+        http = configuration.http
+        policy = RequestPolicy(http)
         self.logger = logger
         self.metrics = metrics
         self.router = router
@@ -79,22 +83,12 @@ final class HotRoutes: Sendable {
         }
     }
 
-    /// How a request for an event stream is answered.
-    enum StreamOpening {
-        /// The stream, and the bytes that open it: the response head, `retry:`, the catch-up.
-        case opened(EventStream, ByteBuffer)
-        /// Not now: the answer that tells the browser to come back later (and then closes).
-        case overloaded(JSONPayload)
-        /// Not at all (an unknown session, a bad `Last-Event-ID`).
-        case refused(JSONPayload)
-        /// A `HEAD` request: the head a `GET` would open the stream with, and no stream.
-        case headOnly(JSONPayload)
-    }
-
-    /// Opens the stream of a `GET …/events`, within the limits on open streams.
+    /// Opens the stream of a `GET …/events`, within the limits on open streams: the bytes
+    /// that open it are the response head, `retry:` and the catch-up; `overloaded` tells the
+    /// browser to come back later; `refused` is an unknown session or a bad `Last-Event-ID`.
     func openStream(
         _ head: HTTPRequestHead, session id: String, cors: String?, listener: any EventListener, channel: any Channel
-    ) -> StreamOpening {
+    ) -> StreamOpening<EventStream> {
         do {
             // A stream is an endless chunked body; HTTP/1.0 has no chunks.
             guard head.version.major == 1, head.version.minor >= 1 else { throw APIError.streamNeedsHTTP11 }
@@ -159,7 +153,7 @@ final class HotRoutes: Sendable {
         let payload = refusalPayload(error, head)
         let status = Int(payload.status.code)
         metrics.requestAnswered(route: head.map { RouteTable.pattern($0.uri, status: status) } ?? RouteTable.Pattern.other, status: status)
-        if let head, case .samples = RouteTable.route(head.method, uri: head.uri) {
+        if let head, case .answer = RouteTable.route(head.method, uri: head.uri) {
             metrics.sampleRequestRefused(code: (error as? APIError)?.code)
         }
         return payload

@@ -1,4 +1,5 @@
 import NIOCore
+import RefreshHTTP
 import Synchronization
 
 /// An open event stream as a session's log sees it: an object that lives on one event loop
@@ -165,26 +166,5 @@ struct Wakeup: Sendable {
     /// sample's state event is written before the POST that caused it is answered.
     func fire() {
         for group in groups { group.wake(reason) }
-    }
-}
-
-/// HTTP/1.1 chunked framing, done once for bytes many streams send.
-enum HTTPChunk {
-    /// One chunk as buffers to write in order: its size line, the parts as they are (their
-    /// storage shared, not copied), its end.
-    static func parts(_ parts: [ByteBuffer]) -> [ByteBuffer] {
-        let size = parts.reduce(0) { $0 + $1.readableBytes }
-        return [ByteBuffer(string: String(size, radix: 16) + "\r\n")] + parts + [ByteBuffer(string: "\r\n")]
-    }
-
-    static func frame(_ parts: [ByteBuffer]) -> ByteBuffer {
-        let size = parts.reduce(0) { $0 + $1.readableBytes }
-        let header = String(size, radix: 16)
-        var chunk = ByteBufferAllocator().buffer(capacity: header.utf8.count + size + 4)
-        chunk.writeString(header)
-        chunk.writeStaticString("\r\n")
-        for part in parts { chunk.writeImmutableBuffer(part) }
-        chunk.writeStaticString("\r\n")
-        return chunk
     }
 }

@@ -1,5 +1,6 @@
 import HTTPTypes
 import NIOCore
+import RefreshHTTP
 
 /// One open `text/event-stream` response: its place in the session's log, its gzip stream,
 /// and when it last wrote. It lives on its connection's event loop and turns wake-ups into

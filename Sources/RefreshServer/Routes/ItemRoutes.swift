@@ -1,5 +1,6 @@
 import Hummingbird
 import RefreshFeed
+import RefreshHTTP
 
 /// `/api/items`: read the feed page by page, publish to it.
 struct ItemRoutes: Sendable {

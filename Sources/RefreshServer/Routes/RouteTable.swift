@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import NIOHTTP1
+import RefreshHTTP
 
 /// Every route the server has, declared once: the connection matches the hot ones with it,
 /// answers `405` with `Allow` and preflights from it, counts requests under its patterns, and
@@ -60,36 +61,17 @@ enum RouteTable {
 
     /// Which part of the server answers a request, decided from its method and target alone,
     /// before its body is read: the two requests on the gesture's path are answered on the
-    /// connection's event loop, everything else by the router. A method the path does not
-    /// have is refused with `405` and the methods it does have, so the router never sees it.
-    enum Route: Equatable, Sendable {
-        /// `POST /api/sessions/{id}/samples`
-        case samples(session: String)
-        /// `GET /api/sessions/{id}/events`, and `HEAD` on it (answered with the stream's head).
-        case events(session: String)
-        /// Anything the router answers.
-        case router
-        /// The path exists, but not with this method; `allow` lists the methods it has.
-        case methodNotAllowed(allow: String)
-        /// `OPTIONS` on an API path: a CORS preflight, answered for a `--cors-origin` only
-        /// (otherwise it is `methodNotAllowed`); `allow` lists the methods the path has.
-        case preflight(allow: String)
-    }
+    /// connection's event loop (`samples` at once, `events` as a stream), everything else by
+    /// the router. A method the path does not have is refused with `405` and the methods it
+    /// does have, so the router never sees it.
+    typealias Route = HTTPRoute
 
     static func route(_ method: HTTPMethod, uri: String) -> Route {
-        switch matcher.match(method, uri: uri) {
-        case .route(let route, let path):
-            let session = { String(route.pattern.parameter(sessionParameter, in: path.utf8) ?? "") }
-            switch route.kind {
-            case .samples: return .samples(session: session())
-            case .events: return .events(session: session())
-            case .routed: return .router
-            }
-        case .methodNotAllowed(let allow): return .methodNotAllowed(allow: allow)
-        case .preflight(let allow): return .preflight(allow: allow)
-        case .undeclared: return .router
-        }
+        matcher.route(method, uri: uri)
     }
+
+    /// The table as admission asks it.
+    static let routing = HTTPRouting(matcher)
 
     /// Whether the target is on the API, where the origin and content-type rules hold.
     static func isAPI(_ uri: String) -> Bool {
@@ -124,4 +106,21 @@ enum RouteTable {
             router.on("**", method: method, use: files)
         }
     }
+}
+
+extension RouteTable.Kind: ConnectionRouteKind {
+    var disposition: RouteDisposition {
+        switch self {
+        case .samples: .answer(parameter: RouteTable.sessionParameter)
+        case .events: .stream(parameter: RouteTable.sessionParameter)
+        case .routed: .router
+        }
+    }
+}
+
+extension HTTPRoute {
+    /// `POST /api/sessions/{id}/samples`
+    static func samples(session: String) -> Self { .answer(parameter: session) }
+    /// `GET /api/sessions/{id}/events`, and `HEAD` on it (answered with the stream's head).
+    static func events(session: String) -> Self { .stream(parameter: session) }
 }

@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
+import RefreshHTTP
 
 /// What a routed request knows besides itself: which client it counts against.
 struct ServerRequestContext: RequestContext {

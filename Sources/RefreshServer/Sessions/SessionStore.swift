@@ -1,4 +1,5 @@
 import RefreshEngine
+import RefreshHTTP
 import Synchronization
 
 /// All live sessions, by id, within the configured limits: in all, and per client address,

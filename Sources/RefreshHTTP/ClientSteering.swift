@@ -12,13 +12,13 @@ import Glibc
 /// listeners. In IPv4 that is the source address; in IPv6 it is the second half of the
 /// source's /64, so a client's addresses within its block (privacy addresses) stay together,
 /// as they do for the per-client limits.
-enum ClientSteering {
-    struct Unsupported: Error, CustomStringConvertible {
-        let description: String
+package enum ClientSteering {
+    package struct Unsupported: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// Attaches the program to `listener`'s group of `listeners` sockets.
-    static func attach(to listener: any Channel, listeners: Int) async throws {
+    package static func attach(to listener: any Channel, listeners: Int) async throws {
         #if os(Linux)
         guard let provider = listener as? any SocketOptionProvider else {
             throw Unsupported(description: "the listener takes no socket options")

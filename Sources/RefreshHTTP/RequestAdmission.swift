@@ -1,9 +1,14 @@
 import NIOHTTP1
 
 /// What a connection takes in one request.
-struct ConnectionLimits: Sendable, Equatable {
-    var maxBodyBytes: Int
-    var maxHeadBytes: Int
+package struct ConnectionLimits: Sendable, Equatable {
+    package var maxBodyBytes: Int
+    package var maxHeadBytes: Int
+
+    package init(maxBodyBytes: Int, maxHeadBytes: Int) {
+        self.maxBodyBytes = maxBodyBytes
+        self.maxHeadBytes = maxHeadBytes
+    }
 }
 
 /// Whether a request head is taken, judged once, as soon as it arrives and before its body:
@@ -11,41 +16,49 @@ struct ConnectionLimits: Sendable, Equatable {
 /// function of the head, the configuration's policy and the limits: the verdict, route and
 /// CORS origin included, travels with the request, so nothing downstream reads the head's
 /// fields again to decide.
-struct RequestAdmission: Sendable {
-    let limits: ConnectionLimits
+package struct RequestAdmission: Sendable {
+    package let limits: ConnectionLimits
     /// Which hosts are answered and which requests may change state (``RequestPolicy``).
-    let policy: RequestPolicy
+    package let policy: RequestPolicy
+    /// The application's routes, as far as the connection asks them.
+    package let routing: HTTPRouting
+
+    package init(limits: ConnectionLimits, policy: RequestPolicy, routing: HTTPRouting) {
+        self.limits = limits
+        self.policy = policy
+        self.routing = routing
+    }
 
     /// A request whose head was taken.
-    struct Admitted: Equatable {
-        var head: HTTPRequestHead
-        var route: RouteTable.Route
+    package struct Admitted: Equatable {
+        package var head: HTTPRequestHead
+        package var route: HTTPRoute
         /// The `--cors-origin` the request comes from, for its answer's `Access-Control-Allow-Origin`.
-        var cors: String?
-        var keepAlive: Bool
-        var expectsContinue: Bool
+        package var cors: String?
+        package var keepAlive: Bool
+        package var expectsContinue: Bool
     }
 
     /// A head refused: the answer, and whether the connection may serve on after it.
-    struct Refused: Equatable {
-        var error: APIError
-        var head: HTTPRequestHead
-        var cors: String?
+    package struct Refused: Equatable {
+        package var error: HTTPRefusal
+        package var head: HTTPRequestHead
+        package var cors: String?
         /// `false` when the body can no longer be told from the next request, or nothing can
         /// follow (a `CONNECT`), or the client asked to close.
-        var keepAlive: Bool
+        package var keepAlive: Bool
     }
 
-    enum Verdict: Equatable {
+    package enum Verdict: Equatable {
         case admitted(Admitted)
         case refused(Refused)
     }
 
-    func admit(_ head: HTTPRequestHead) -> Verdict {
+    package func admit(_ head: HTTPRequestHead) -> Verdict {
         var head = head
         var summary = HeadSummary(head)
         let cors = policy.corsOrigin(summary.firstOrigin)
-        func refused(_ error: APIError, keepAlive: Bool = summary.keepAlive) -> Verdict {
+        func refused(_ error: HTTPRefusal, keepAlive: Bool = summary.keepAlive) -> Verdict {
             .refused(Refused(error: error, head: head, cors: cors, keepAlive: keepAlive))
         }
         if let refusal = summary.refusal(limits: limits) {
@@ -67,7 +80,7 @@ struct RequestAdmission: Sendable {
         if let host = summary.host, !policy.allowsHost(host) {
             return refused(.unknownHost)
         }
-        var route = RouteTable.route(head.method, uri: head.uri)
+        var route = routing.route(head.method, head.uri)
         if case .preflight(let allow) = route, cors == nil {
             // Not a preflight this server answers: an OPTIONS like any other method it lacks.
             route = .methodNotAllowed(allow: allow)
@@ -80,7 +93,7 @@ struct RequestAdmission: Sendable {
             // than waiting to see whether it sends it anyway.
             return refused(.bodyTooLarge(limit: limits.maxBodyBytes), keepAlive: summary.keepAlive && !summary.expectsContinue)
         }
-        if RequestPolicy.changesState(head.method, onAPI: RouteTable.isAPI(head.uri)) {
+        if RequestPolicy.changesState(head.method, onAPI: routing.isAPI(head.uri)) {
             guard policy.allowsOrigin(summary.origin, fetchSite: summary.fetchSite, host: summary.host) else {
                 return refused(.crossOrigin)
             }
@@ -147,7 +160,7 @@ extension RequestAdmission {
         }
 
         struct Refusal {
-            var error: APIError
+            var error: HTTPRefusal
             /// Whether the body can still be told from the next request.
             var framingIntact: Bool
         }

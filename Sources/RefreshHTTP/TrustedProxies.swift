@@ -12,13 +12,13 @@ import Darwin
 /// (or the farthest one given, when all are).
 /// A client cannot escape its limits by sending the header itself: from an untrusted peer it
 /// is ignored.
-struct TrustedProxies: Sendable {
+package struct TrustedProxies: Sendable {
     /// An address, or a network in CIDR form (`10.0.0.0/8`, `fd00::/8`).
-    struct Network: Sendable, Equatable {
-        let bytes: [UInt8]
-        let prefixLength: Int
+    package struct Network: Sendable, Equatable {
+        package let bytes: [UInt8]
+        package let prefixLength: Int
 
-        init?(_ text: String) {
+        package init?(_ text: String) {
             let parts = text.split(separator: "/", maxSplits: 1)
             guard let address = parts.first, let bytes = Self.parse(String(address)) else { return nil }
             let length = parts.count == 2 ? Int(parts[1]) : bytes.count * 8
@@ -27,7 +27,7 @@ struct TrustedProxies: Sendable {
             self.prefixLength = length
         }
 
-        func contains(_ address: [UInt8]) -> Bool {
+        package func contains(_ address: [UInt8]) -> Bool {
             guard address.count == bytes.count else { return false }
             var remaining = prefixLength
             for (mine, theirs) in zip(bytes, address) where remaining > 0 {
@@ -40,7 +40,7 @@ struct TrustedProxies: Sendable {
         }
 
         /// The address's bytes (4 for IPv4, 16 for IPv6); IPv4-mapped IPv6 becomes IPv4.
-        static func parse(_ text: String) -> [UInt8]? {
+        package static func parse(_ text: String) -> [UInt8]? {
             var v4 = in_addr()
             if inet_pton(AF_INET, text, &v4) == 1 {
                 return withUnsafeBytes(of: &v4) { Array($0) }
@@ -53,18 +53,18 @@ struct TrustedProxies: Sendable {
         }
     }
 
-    let networks: [Network]
+    package let networks: [Network]
 
-    init(_ networks: [Network] = []) {
+    package init(_ networks: [Network] = []) {
         self.networks = networks
     }
 
-    func trusts(_ address: [UInt8]) -> Bool {
+    package func trusts(_ address: [UInt8]) -> Bool {
         networks.contains { $0.contains(address) }
     }
 
     /// The client's address as a key for its limits.
-    func client(peer: SocketAddress?, forwardedFor: [String]) -> String {
+    package func client(peer: SocketAddress?, forwardedFor: [String]) -> String {
         guard let peerText = peer?.ipAddress, let peerBytes = Network.parse(peerText) else { return "local" }
         guard !networks.isEmpty, !forwardedFor.isEmpty, trusts(peerBytes) else { return Self.key(peerBytes) }
         // Right to left: each trusted hop vouches for the one before it. A hop that is not
@@ -81,7 +81,7 @@ struct TrustedProxies: Sendable {
 
     /// The address of one `X-Forwarded-For` hop, which proxies write as `a.b.c.d`,
     /// `a.b.c.d:port`, `v6` or `[v6]:port`.
-    static func address(fromHop hop: Substring) -> String? {
+    package static func address(fromHop hop: Substring) -> String? {
         let text = hop.filter { $0 != " " && $0 != "\t" }
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]") else { return nil }
@@ -94,7 +94,7 @@ struct TrustedProxies: Sendable {
 
     /// IPv4 addresses count one by one; IPv6 by their /64, the block one subscriber gets,
     /// so one client cannot multiply its limits by using many addresses of its own block.
-    static func key(_ bytes: [UInt8]) -> String {
+    package static func key(_ bytes: [UInt8]) -> String {
         if bytes.count == 4 { return bytes.map { String($0) }.joined(separator: ".") }
         let hextets = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
         return hextets.joined(separator: ":") + "::/64"

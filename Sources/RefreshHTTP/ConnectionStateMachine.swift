@@ -24,41 +24,32 @@ import NIOHTTP1
 ///   client's `Connection: close`: the request being read or answered is answered with
 ///   `Connection: close`; an event stream ends cleanly; an idle connection closes its output.
 /// - **A stream is an answer that does not end.** A client asking to close after the answer
-///   still gets its stream; it ends when its session does, or the server stops.
+///   still gets its stream; it ends when what it follows does, or the server stops.
 ///
-/// `Stream` is what an open event stream keeps (its place in the session's log); the machine
+/// `Stream` is what an open stream keeps (its place in the application's log); the machine
 /// only holds it, and lends it out (``withStream(_:)``) through a state that no input may
 /// arrive in. A head is judged once, by ``RequestAdmission``: its verdict (the route, the
 /// CORS origin) travels in the actions, so the handler never reads a header to decide.
-struct ConnectionStateMachine<Stream> {
-    typealias Limits = ConnectionLimits
-    typealias AbsoluteTarget = RequestTarget
+package struct ConnectionStateMachine<Stream> {
+    package typealias Limits = ConnectionLimits
+    package typealias AbsoluteTarget = RequestTarget
 
-    /// A request with its head checked and its route chosen.
-    struct Request: Equatable {
-        var head: HTTPRequestHead
-        var route: RouteTable.Route
-        var body: ByteBuffer?
-        /// The client lets the connection serve another request after this one's answer.
-        var keepAlive: Bool
-        /// The `--cors-origin` the request comes from, as admission found it.
-        var cors: String?
-    }
+    package typealias Request = ConnectionRequest
 
     /// What the connection does after an answer.
-    enum Then: Equatable {
+    package enum Then: Equatable {
         case keepAlive
         case close
     }
 
-    enum Action {
+    package enum Action {
         case none
         /// Ask the socket for more bytes.
         case read
         /// `100 Continue`: the client waits for it before sending the body.
         case sendContinue
-        /// Answer `samples` (or a CORS preflight) now, on this event loop; then, on `.close`,
-        /// close the output.
+        /// Answer an ``HTTPRoute/answer(parameter:)`` (or a CORS preflight) now, on this event
+        /// loop; then, on `.close`, close the output.
         case answer(Request, then: Then)
         /// Hand the request to the router; ``routedResponseEnded(completely:)`` follows.
         case route(Request)
@@ -67,7 +58,7 @@ struct ConnectionStateMachine<Stream> {
         case openStream(Request)
         /// Write the JSON error (`head` is the refused request's, when it got that far, and
         /// `cors` its `--cors-origin`); then, on `.close`, close the output.
-        case refuse(APIError, head: HTTPRequestHead?, cors: String?, then: Then)
+        case refuse(HTTPRefusal, head: HTTPRequestHead?, cors: String?, then: Then)
         /// Write what the stream has to send.
         case writeEvents
         /// End the stream's response cleanly (gzip trailer, last chunk), then, on `.close`,
@@ -80,8 +71,8 @@ struct ConnectionStateMachine<Stream> {
     }
 
     /// Which deadline runs, and for which request: a new value means a new timer.
-    struct Deadline: Equatable {
-        enum Kind: Equatable {
+    package struct Deadline: Equatable {
+        package enum Kind: Equatable {
             /// No request for a while on a kept-alive connection.
             case idle
             /// A request has started arriving and must be complete by then.
@@ -96,7 +87,7 @@ struct ConnectionStateMachine<Stream> {
             case shutdown
         }
 
-        var kind: Kind
+        package var kind: Kind
         fileprivate var epoch: Int
     }
 
@@ -139,7 +130,7 @@ struct ConnectionStateMachine<Stream> {
         /// A stream was asked for and is being opened.
         case openingStream(keepAlive: Bool)
         /// An event stream owns the output. `keepAlive`: its request lets the connection serve
-        /// another once the stream ends with its session. `waitsForWritability`: the socket
+        /// another once the stream ends with what it follows. `waitsForWritability`: the socket
         /// was full, and the stream writes again once it drains (its events wait in the
         /// session's log).
         case streaming(Stream, keepAlive: Bool, waitsForWritability: Bool)
@@ -167,17 +158,17 @@ struct ConnectionStateMachine<Stream> {
     /// Bumped whenever a deadline starts afresh.
     private var epoch = 0
     /// The judge of every head.
-    let admission: RequestAdmission
-    var limits: Limits { admission.limits }
+    package let admission: RequestAdmission
+    package var limits: Limits { admission.limits }
 
-    init(limits: Limits, policy: RequestPolicy = RequestPolicy(ServerConfiguration())) {
-        admission = RequestAdmission(limits: limits, policy: policy)
+    package init(limits: Limits, policy: RequestPolicy, routing: HTTPRouting) {
+        admission = RequestAdmission(limits: limits, policy: policy, routing: routing)
     }
 
     // MARK: - What the handler asks
 
     /// The deadline that should be running now, if any.
-    var deadline: Deadline? {
+    package var deadline: Deadline? {
         let kind: Deadline.Kind? =
             switch state {
             case .idle(.waiting), .idle(.answeredInThisRead): .idle
@@ -192,7 +183,7 @@ struct ConnectionStateMachine<Stream> {
     }
 
     /// Whether the answer being written is the connection's last (it says `Connection: close`).
-    var closesAfterAnswer: Bool {
+    package var closesAfterAnswer: Bool {
         if case .quiescing = lifecycle { return true }
         switch state {
         case .answering(let keepAlive), .openingStream(let keepAlive), .discarding(let keepAlive): return !keepAlive
@@ -206,7 +197,7 @@ struct ConnectionStateMachine<Stream> {
     /// Runs `body` on the open stream's state; `nil` when no stream is open. The stream has
     /// one owner while it changes (no copy of it is made), and the machine is in no state an
     /// input could act on: one that arrives meanwhile is a fault, and traps.
-    mutating func withStream<Result>(_ body: (inout Stream) throws -> Result) rethrows -> Result? {
+    package mutating func withStream<Result>(_ body: (inout Stream) throws -> Result) rethrows -> Result? {
         guard case .streaming(var stream, let keepAlive, let waits) = state else {
             if case .modifying = state { Self.lent() }
             return nil
@@ -222,30 +213,30 @@ struct ConnectionStateMachine<Stream> {
 
     // MARK: - Inputs from the decoder
 
-    mutating func headReceived(_ head: HTTPRequestHead) -> Action {
+    package mutating func headReceived(_ head: HTTPRequestHead) -> Action {
         receive(.head(head))
     }
 
-    mutating func bodyReceived(_ buffer: ByteBuffer) -> Action {
+    package mutating func bodyReceived(_ buffer: ByteBuffer) -> Action {
         receive(.body(buffer))
     }
 
-    mutating func endReceived() -> Action {
+    package mutating func endReceived() -> Action {
         receive(.end)
     }
 
     /// The parser refused the bytes: the request cannot be framed, so the connection closes.
-    mutating func malformedReceived(_ error: HTTPParserError) -> Action {
+    package mutating func malformedReceived(_ error: HTTPParserError) -> Action {
         receive(.malformed(error))
     }
 
     /// The client closed its side of the connection.
-    mutating func inputClosed() -> Action {
+    package mutating func inputClosed() -> Action {
         receive(.inputClosed)
     }
 
     /// A read from the socket ended (whether or not it completed a request).
-    mutating func readCompleted() -> Action {
+    package mutating func readCompleted() -> Action {
         switch state {
         case .modifying:
             Self.lent()
@@ -264,7 +255,7 @@ struct ConnectionStateMachine<Stream> {
     /// The channel wants to read. Not while an answer is pending, nor while the socket
     /// holds answers the client has not read (a stream reads on, to see its client leave):
     /// then the read is owed, and given once reads go on (``readIfOwed()``).
-    mutating func readRequested() -> Action {
+    package mutating func readRequested() -> Action {
         if mayRead {
             readPending = false
             return .read
@@ -275,7 +266,7 @@ struct ConnectionStateMachine<Stream> {
     }
 
     /// The read the channel asked for and was refused, now that reads go on.
-    mutating func readIfOwed() -> Action {
+    package mutating func readIfOwed() -> Action {
         guard readPending, mayRead else { return .none }
         readPending = false
         return .read
@@ -291,7 +282,7 @@ struct ConnectionStateMachine<Stream> {
     }
 
     /// The socket took (or stopped taking) what was written.
-    mutating func writabilityChanged(writable: Bool) -> Action {
+    package mutating func writabilityChanged(writable: Bool) -> Action {
         self.writable = writable
         guard writable else { return .none }
         switch state {
@@ -316,13 +307,13 @@ struct ConnectionStateMachine<Stream> {
 
     /// A write of the router's answer reached the socket: the client reads, so the send
     /// deadline starts afresh.
-    mutating func routedWriteCompleted() -> Action {
+    package mutating func routedWriteCompleted() -> Action {
         if case .answering = state { epoch += 1 }
         return .none
     }
 
     /// The router's answer is written (`completely`), or failed half-way, its framing lost.
-    mutating func routedResponseEnded(completely: Bool) -> Action {
+    package mutating func routedResponseEnded(completely: Bool) -> Action {
         guard case .answering(let keepAlive) = state else { return .none }
         guard completely else {
             state = .closed
@@ -336,7 +327,7 @@ struct ConnectionStateMachine<Stream> {
 
     /// The next part that waited while an answer was pending, taken up; `nil` once none
     /// waits, or the connection is busy again (then the rest waits for the next answer).
-    mutating func nextPending() -> Action? {
+    package mutating func nextPending() -> Action? {
         switch state {
         case .answering, .openingStream, .streaming, .closing, .closed: return nil
         case .idle, .receiving, .discarding: break
@@ -346,7 +337,7 @@ struct ConnectionStateMachine<Stream> {
         return process(part)
     }
 
-    mutating func streamOpened(_ stream: Stream) -> Action {
+    package mutating func streamOpened(_ stream: Stream) -> Action {
         guard case .openingStream(let keepAlive) = state else {
             if case .modifying = state { Self.lent() }
             return .none
@@ -370,7 +361,7 @@ struct ConnectionStateMachine<Stream> {
 
     /// The stream was refused with an answer already written (404, or the overload answer
     /// that ends by itself and says `Connection: close`).
-    mutating func streamRefused(then: Then) -> Action {
+    package mutating func streamRefused(then: Then) -> Action {
         guard case .openingStream(let keepAlive) = state else { return .none }
         guard keepAlive, then == .keepAlive, case .serving = lifecycle else { return closeAfterAnswer() }
         state = .idle(.answeredInThisRead)
@@ -378,15 +369,15 @@ struct ConnectionStateMachine<Stream> {
         return .none
     }
 
-    /// The session has events to send (or ended); they are written if the socket takes more
-    /// now. Every stream of a session runs this on every wake-up, so the state (and the
+    /// The application has bytes for the stream (or what it follows ended); they are written if
+    /// the socket takes more now. Every stream of a session runs this on every wake-up, so the state (and the
     /// stream in it) is rewritten only when the wait for writability begins or ends.
-    mutating func streamWoken(sessionEnded: Bool) -> Action {
+    package mutating func streamWoken(ended: Bool) -> Action {
         guard case .streaming(_, let keepAlive, let waiting) = state else {
             if case .modifying = state { Self.lent() }
             return .none
         }
-        if sessionEnded { return endStream(keepingAlive: keepAlive) }
+        if ended { return endStream(keepingAlive: keepAlive) }
         if writable == waiting, case .streaming(let stream, _, _) = state {
             state = .streaming(stream, keepAlive: keepAlive, waitsForWritability: !writable)
             if !writable { epoch += 1 }
@@ -395,14 +386,14 @@ struct ConnectionStateMachine<Stream> {
     }
 
     /// Writing the stream failed: it cannot go on.
-    mutating func streamFailed() -> Action {
+    package mutating func streamFailed() -> Action {
         guard case .streaming = state else { return .none }
         state = .closed
         return .closeNow
     }
 
     /// The output is closed: linger, unless the client has closed its side already.
-    mutating func outputClosed() -> Action {
+    package mutating func outputClosed() -> Action {
         guard case .closing(.draining(let inputClosed)) = state else { return .none }
         guard !inputClosed else {
             state = .closed
@@ -417,7 +408,7 @@ struct ConnectionStateMachine<Stream> {
     // MARK: - Inputs from the server and the clock
 
     /// The server is stopping: answer what was read, with `Connection: close`, then close.
-    mutating func quiesce() -> Action {
+    package mutating func quiesce() -> Action {
         guard case .serving = lifecycle else { return .none }
         lifecycle = .quiescing
         backlog.removeAll()
@@ -437,7 +428,7 @@ struct ConnectionStateMachine<Stream> {
         }
     }
 
-    mutating func deadlinePassed(_ passed: Deadline) -> Action {
+    package mutating func deadlinePassed(_ passed: Deadline) -> Action {
         guard passed == deadline else { return .none }
         switch state {
         case .idle(.waiting), .idle(.answeredInThisRead), .discarding:
@@ -463,7 +454,7 @@ struct ConnectionStateMachine<Stream> {
     }
 
     /// The channel closed, whatever the reason.
-    mutating func channelClosed() {
+    package mutating func channelClosed() {
         if case .modifying = state { Self.lent() }
         state = .closed
         backlog.removeAll()
@@ -574,7 +565,7 @@ struct ConnectionStateMachine<Stream> {
     private mutating func requestComplete(_ request: Request) -> Action {
         let keepAlive = request.keepAlive && lifecycle == .serving
         switch request.route {
-        case .samples, .preflight:
+        case .answer, .preflight:
             if keepAlive {
                 state = .idle(.answeredInThisRead)
                 epoch += 1
@@ -582,7 +573,7 @@ struct ConnectionStateMachine<Stream> {
                 enterClosing()
             }
             return .answer(request, then: keepAlive ? .keepAlive : .close)
-        case .events:
+        case .stream:
             state = .openingStream(keepAlive: keepAlive)
             return .openStream(request)
         case .router, .methodNotAllowed:
@@ -594,7 +585,7 @@ struct ConnectionStateMachine<Stream> {
 
     /// Refuses the request: after the answer the connection either discards the rest of the
     /// request and serves the next, or closes. The request's deadline keeps running.
-    private mutating func refuse(_ error: APIError, head: HTTPRequestHead?, cors: String?, then: Then) -> Action {
+    private mutating func refuse(_ error: HTTPRefusal, head: HTTPRequestHead?, cors: String?, then: Then) -> Action {
         switch (then, state, lifecycle) {
         case (.keepAlive, .receiving, .serving), (.keepAlive, .idle, .serving):
             state = .discarding(keepAlive: true)
@@ -610,7 +601,7 @@ struct ConnectionStateMachine<Stream> {
         return .closeOutput
     }
 
-    /// Ends the stream; `keepingAlive` (its session ended, its client and the server go on)
+    /// Ends the stream; `keepingAlive` (what it follows ended, its client and the server go on)
     /// the connection then serves the next request, otherwise it closes.
     private mutating func endStream(keepingAlive: Bool = false) -> Action {
         guard case .streaming(let stream, _, _) = state else { return .none }
@@ -636,7 +627,7 @@ extension ConnectionStateMachine {
     /// request with `Upgrade` whose `Connection` names `upgrade`. The server upgrades to
     /// nothing, so such a request is answered as if it had no `Upgrade`, and the connection
     /// needs a fresh decoder for what comes next.
-    static func decoderStops(after head: HTTPRequestHead) -> Bool {
+    package static func decoderStops(after head: HTTPRequestHead) -> Bool {
         if head.method == .CONNECT { return true }
         // Every request comes through here: most have no `Upgrade`, found by comparing the
         // names of its length only, with no allocation.
@@ -655,15 +646,15 @@ extension ConnectionStateMachine {
 
 /// A request target in absolute form (`http://name:port/path?query`), split into the
 /// authority the request is for and the origin form that is routed.
-struct RequestTarget: Equatable {
-    var authority: String
-    var origin: String
+package struct RequestTarget: Equatable {
+    package var authority: String
+    package var origin: String
 }
 
 extension RequestTarget {
     /// `nil` for the origin form (`/path`), the asterisk form and anything else that is not
     /// an `http` or `https` URI.
-    init?(_ uri: String) {
+    package init?(_ uri: String) {
         let bytes = uri.utf8
         guard let first = bytes.first, first != UInt8(ascii: "/"), first != UInt8(ascii: "*") else { return nil }
         let rest: Substring
@@ -684,3 +675,22 @@ extension RequestTarget {
 /// Actions compare as values wherever the stream does: the machine's tests say what they
 /// expect as one `==`.
 extension ConnectionStateMachine.Action: Equatable where Stream: Equatable {}
+
+/// A request with its head checked and its route chosen.
+package struct ConnectionRequest: Equatable, Sendable {
+    package var head: HTTPRequestHead
+    package var route: HTTPRoute
+    package var body: ByteBuffer?
+    /// The client lets the connection serve another request after this one's answer.
+    package var keepAlive: Bool
+    /// The `--cors-origin` the request comes from, as admission found it.
+    package var cors: String?
+
+    package init(head: HTTPRequestHead, route: HTTPRoute, body: ByteBuffer?, keepAlive: Bool, cors: String?) {
+        self.head = head
+        self.route = route
+        self.body = body
+        self.keepAlive = keepAlive
+        self.cors = cors
+    }
+}

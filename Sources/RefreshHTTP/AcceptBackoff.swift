@@ -17,28 +17,28 @@ import Darwin
 ///
 /// NIO's own `AcceptBackoffHandler` delays the next `read()`, but a read left pending by the
 /// failed accept keeps the socket registered for reading, so it does not stop the spin.
-final class AcceptBackoff: ChannelInboundHandler {
-    typealias InboundIn = any Channel
-    typealias InboundOut = any Channel
+package final class AcceptBackoff: ChannelInboundHandler {
+    package typealias InboundIn = any Channel
+    package typealias InboundOut = any Channel
 
     /// How long accepting pauses after it failed for want of resources.
-    static let pause = TimeAmount.milliseconds(250)
+    package static let pause = TimeAmount.milliseconds(250)
 
     private let logger: Logger
     /// Accepts refused in the current episode; 0 outside one.
     private var failures = 0
     private var resume: Scheduled<Void>?
 
-    init(logger: Logger) {
+    package init(logger: Logger) {
         self.logger = logger
     }
 
-    static func isExhaustion(_ error: any Error) -> Bool {
+    package static func isExhaustion(_ error: any Error) -> Bool {
         guard let error = error as? IOError else { return false }
         return [EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(error.errnoCode)
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard Self.isExhaustion(error) else { return context.fireErrorCaught(error) }
         if failures == 0 {
             logger.warning(
@@ -54,7 +54,7 @@ final class AcceptBackoff: ChannelInboundHandler {
         }
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if failures > 0 {
             logger.notice("accepting again after \(failures) attempts refused for want of file descriptors")
             failures = 0
@@ -62,7 +62,7 @@ final class AcceptBackoff: ChannelInboundHandler {
         context.fireChannelRead(data)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         resume?.cancel()
         resume = nil
         context.fireChannelInactive()

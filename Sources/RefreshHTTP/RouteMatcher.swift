@@ -3,29 +3,29 @@ import NIOHTTP1
 /// A path as an API description writes it: `/`-separated segments, each a literal or a
 /// `{name}` parameter that matches one non-empty segment. The text is also the route's name
 /// wherever a bounded set of names is wanted (metric labels): a pattern, never a path.
-struct RoutePattern: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
-    enum Segment: Sendable, Hashable {
+package struct RoutePattern: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
+    package enum Segment: Sendable, Hashable {
         case literal(String)
         case parameter(String)
     }
 
-    let description: String
-    let segments: [Segment]
+    package let description: String
+    package let segments: [Segment]
 
-    init(_ text: String) {
+    package init(_ text: String) {
         description = text
         segments = text.split(separator: "/").map { part in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
     }
 
-    init(stringLiteral text: String) {
+    package init(stringLiteral text: String) {
         self.init(text)
     }
 
     /// The pattern with each parameter written as `rename` writes its name (a router's own
     /// syntax, `:id`).
-    func path(parameter rename: (String) -> String) -> String {
+    package func path(parameter rename: (String) -> String) -> String {
         "/"
             + segments.map {
                 switch $0 {
@@ -37,13 +37,13 @@ struct RoutePattern: Sendable, Hashable, CustomStringConvertible, ExpressibleByS
 
     /// Whether `path` (without query) is this pattern; `prefix`: whether it starts with it.
     /// A byte walk, with no allocation: the hot requests come through here at every frame.
-    func matches(_ path: Substring.UTF8View, prefix: Bool = false) -> Bool {
+    package func matches(_ path: Substring.UTF8View, prefix: Bool = false) -> Bool {
         walk(path, prefix: prefix) { _, _ in }
     }
 
     /// The value of the parameter `name` in `path`, if `path` is (or, with `prefix`, starts
     /// with) this pattern.
-    func parameter(_ name: String, in path: Substring.UTF8View, prefix: Bool = false) -> Substring? {
+    package func parameter(_ name: String, in path: Substring.UTF8View, prefix: Bool = false) -> Substring? {
         var value: Substring?
         guard walk(path, prefix: prefix, { if $0 == name { value = Substring($1) } }) else { return nil }
         return value
@@ -77,25 +77,25 @@ struct RoutePattern: Sendable, Hashable, CustomStringConvertible, ExpressibleByS
 /// Paths under the API's first segment (`/api/…`) are the application's: an undeclared one
 /// is answered by it (404) whatever the method, and only they take preflights. Every other
 /// undeclared path is a file, with the methods `files` lists.
-struct RouteMatcher<Kind: Sendable>: Sendable {
-    struct Route: Sendable {
-        var method: HTTPMethod
-        var pattern: RoutePattern
-        var kind: Kind
+package struct RouteMatcher<Kind: Sendable>: Sendable {
+    package struct Route: Sendable {
+        package var method: HTTPMethod
+        package var pattern: RoutePattern
+        package var kind: Kind
 
-        init(_ method: HTTPMethod, _ pattern: RoutePattern, _ kind: Kind) {
+        package init(_ method: HTTPMethod, _ pattern: RoutePattern, _ kind: Kind) {
             self.method = method
             self.pattern = pattern
             self.kind = kind
         }
 
         /// `GET` is answered for `HEAD` too (RFC 9110 §9.3.2).
-        func answers(_ method: HTTPMethod) -> Bool {
+        package func answers(_ method: HTTPMethod) -> Bool {
             self.method == method || (self.method == .GET && method == .HEAD)
         }
     }
 
-    enum Match {
+    package enum Match {
         /// A declared route; `path` is the target without its query, to read parameters from.
         case route(Route, path: Substring)
         /// The path is declared, or a file, but not with this method; `allow` lists the ones it has.
@@ -107,26 +107,26 @@ struct RouteMatcher<Kind: Sendable>: Sendable {
         case undeclared
     }
 
-    let routes: [Route]
+    package let routes: [Route]
     /// The first segment of every API path.
-    let api: String
+    package let api: String
     /// The methods a file has.
-    let files: [HTTPMethod]
+    package let files: [HTTPMethod]
 
-    init(api: String, files: [HTTPMethod], routes: [Route]) {
+    package init(api: String, files: [HTTPMethod], routes: [Route]) {
         self.api = api
         self.files = files
         self.routes = routes
     }
 
     /// `uri` without its query or fragment.
-    static func path(of uri: String) -> Substring {
+    package static func path(of uri: String) -> Substring {
         let path = uri.utf8.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }.map { uri[..<$0] } ?? uri[...]
         return path
     }
 
     /// Whether `path` is an API path: its first segment is ``api``.
-    func isAPI(_ path: Substring) -> Bool {
+    package func isAPI(_ path: Substring) -> Bool {
         var rest = path.utf8
         guard rest.first == UInt8(ascii: "/") else { return false }
         rest = rest.dropFirst()
@@ -134,7 +134,7 @@ struct RouteMatcher<Kind: Sendable>: Sendable {
         return rest[..<end].elementsEqual(api.utf8)
     }
 
-    func match(_ method: HTTPMethod, uri: String) -> Match {
+    package func match(_ method: HTTPMethod, uri: String) -> Match {
         let path = Self.path(of: uri)
         // Routes are tried in the order declared: the ones every frame asks for come first.
         for route in routes where route.answers(method) && route.pattern.matches(path.utf8) {
@@ -157,13 +157,13 @@ struct RouteMatcher<Kind: Sendable>: Sendable {
     }
 
     /// The pattern of the declared route `path` is, whatever the method.
-    func pattern(of path: Substring) -> RoutePattern? {
+    package func pattern(of path: Substring) -> RoutePattern? {
         routes.first { $0.pattern.matches(path.utf8) }?.pattern
     }
 
     /// The value of the parameter `name` of the longest declared pattern `path` starts with:
     /// a refusal of `/api/sessions/{id}/nothing` still names its session.
-    func parameter(_ name: String, in path: Substring) -> Substring? {
+    package func parameter(_ name: String, in path: Substring) -> Substring? {
         routes.lazy.map(\.pattern).filter { $0.segments.contains(.parameter(name)) }.sorted { $0.segments.count > $1.segments.count }
             .lazy.compactMap { $0.parameter(name, in: path.utf8, prefix: true) }.first
     }

@@ -1,7 +1,7 @@
 import NIOCore
 import Testing
 
-@testable import RefreshServer
+@testable import RefreshHTTP
 
 @Suite struct TrustedProxiesTests {
     func client(_ peer: String, _ forwarded: [String], trusting trusted: [String]) throws -> String {

@@ -2,10 +2,10 @@ import Foundation
 import Synchronization
 
 /// The `Date` header's value (RFC 9110 IMF-fixdate), formatted once per second.
-enum HTTPDate {
+package enum HTTPDate {
     private static let cache = Mutex<(second: Int, text: String)>((-1, ""))
 
-    static func now() -> String {
+    package static func now() -> String {
         let second = Int(Date().timeIntervalSince1970)
         if let text = cache.withLock({ $0.second == second ? $0.text : nil }) { return text }
         let text = format(second)
@@ -13,7 +13,7 @@ enum HTTPDate {
         return text
     }
 
-    static func format(_ second: Int) -> String {
+    package static func format(_ second: Int) -> String {
         var time = time_t(second)
         var parts = tm()
         gmtime_r(&time, &parts)

@@ -5,9 +5,9 @@ import NIOHTTP1
 /// An HTTP/1.1 response head written straight into bytes. The connection writes whole
 /// answers as one buffer to the socket: no response encoder in the pipeline, no
 /// conversion between header types on the way.
-enum ResponseHead {
+package enum ResponseHead {
     /// What the `Connection` field says.
-    enum Connection {
+    package enum Connection {
         /// Nothing: HTTP/1.1 keeps a connection alive unless told otherwise.
         case none
         /// The connection closes after this answer.
@@ -15,7 +15,7 @@ enum ResponseHead {
         /// An HTTP/1.0 client asked to keep the connection alive, and it is.
         case keepAlive
 
-        init(closes: Bool, request: HTTPRequestHead?) {
+        package init(closes: Bool, request: HTTPRequestHead?) {
             if closes {
                 self = .close
             } else if let request, request.version.major == 1, request.version.minor == 0 {
@@ -26,7 +26,7 @@ enum ResponseHead {
         }
 
         /// The field's line, after the line before it (no line break at the end).
-        fileprivate func write(into buffer: inout ByteBuffer) {
+        package func write(into buffer: inout ByteBuffer) {
             switch self {
             case .none: break
             case .close: buffer.writeStaticString("\r\nConnection: close")
@@ -38,7 +38,7 @@ enum ResponseHead {
     /// Writes the status line, `fields`, `Server`, `Date`, `X-Content-Type-Options` and the
     /// `Connection` field; then the blank line. `cors`: the request's `--cors-origin`, which
     /// the answer then names in `Access-Control-Allow-Origin`.
-    static func write(
+    package static func write(
         status: HTTPResponse.Status, fields: HTTPFields, connection: Connection, cors: String? = nil, into buffer: inout ByteBuffer
     ) {
         buffer.writeStaticString("HTTP/1.1 ")
@@ -61,8 +61,8 @@ enum ResponseHead {
 
     /// A complete answer with a body of known length: one buffer, one write. The answer to a
     /// `HEAD` request has the head only, with the length the body would have.
-    static func answer(
-        _ payload: JSONPayload, connection: Connection, cors: String? = nil, headOnly: Bool, allocator: ByteBufferAllocator
+    package static func answer(
+        _ payload: HTTPAnswer, connection: Connection, cors: String? = nil, headOnly: Bool, allocator: ByteBufferAllocator
     ) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: 160 + payload.body.readableBytes)
         write(status: payload.status, fields: payload.headers, connection: connection, cors: cors, into: &buffer)
@@ -70,27 +70,9 @@ enum ResponseHead {
         return buffer
     }
 
-    /// The answer to a samples POST, `{"state": …}`, written in one go: the hot path has no
-    /// header fields to build, only a status line and lines known in advance. A state is a
-    /// few hundred bytes, under the size worth compressing.
-    static func stateAnswer(_ state: ByteBuffer, connection: Connection, cors: String? = nil, allocator: ByteBufferAllocator) -> ByteBuffer {
-        var buffer = allocator.buffer(capacity: 240 + state.readableBytes)
-        buffer.writeStaticString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nContent-Length: ")
-        buffer.writeString(String(state.readableBytes + 10))
-        buffer.writeStaticString("\r\n")
-        writeCORS(cors, into: &buffer)
-        buffer.writeStaticString("X-Content-Type-Options: nosniff\r\nServer: refresh-server\r\nDate: ")
-        buffer.writeString(HTTPDate.now())
-        connection.write(into: &buffer)
-        buffer.writeStaticString(#"\#r\#n\#r\#n{"state":"#)
-        buffer.writeImmutableBuffer(state)
-        buffer.writeStaticString("}")
-        return buffer
-    }
-
     /// The answer to a CORS preflight from a `--cors-origin`: the methods the path has, the
     /// headers a page may send, and how long the browser may keep this answer.
-    static func preflightAnswer(origin: String, allow: String, connection: Connection, allocator: ByteBufferAllocator) -> ByteBuffer {
+    package static func preflightAnswer(origin: String, allow: String, connection: Connection, allocator: ByteBufferAllocator) -> ByteBuffer {
         var fields = HTTPFields()
         fields[.accessControlAllowMethods] = allow
         fields[.accessControlAllowHeaders] = RequestPolicy.allowedHeaders
@@ -103,7 +85,7 @@ enum ResponseHead {
 
     /// `Access-Control-Allow-Origin` for a `--cors-origin`, and `Vary: Origin`: the answer
     /// differs by the asking page.
-    private static func writeCORS(_ origin: String?, into buffer: inout ByteBuffer) {
+    package static func writeCORS(_ origin: String?, into buffer: inout ByteBuffer) {
         guard let origin else { return }
         buffer.writeStaticString("Access-Control-Allow-Origin: ")
         buffer.writeString(origin)
@@ -113,8 +95,8 @@ enum ResponseHead {
     private static let contentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
 
     /// The interim answer a client sending `Expect: 100-continue` waits for.
-    static let continueResponse = ByteBuffer(string: "HTTP/1.1 100 Continue\r\n\r\n")
+    package static let continueResponse = ByteBuffer(string: "HTTP/1.1 100 Continue\r\n\r\n")
 
     /// The last chunk of a chunked body, with no trailers.
-    static let lastChunk = ByteBuffer(string: "0\r\n\r\n")
+    package static let lastChunk = ByteBuffer(string: "0\r\n\r\n")
 }

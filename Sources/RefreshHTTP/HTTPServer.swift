@@ -3,13 +3,13 @@ import NIOCore
 import NIOExtras
 import NIOHTTP1
 import NIOPosix
-import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Listens, and gives every connection NIO's HTTP/1.1 request decoder and a ``ConnectionHandler``.
+/// Listens, and gives every connection NIO's HTTP/1.1 request decoder and the handler
+/// `makeHandler` makes (the application's connection handler).
 ///
 /// There is no task per connection: an idle connection or an open event stream costs its
 /// channel and handlers only, and a task exists only while the router answers a request.
@@ -25,18 +25,34 @@ import Glibc
 /// on one loop, and different clients still spread over all of them. It is not the default
 /// because clients that share an address (a carrier's NAT, an office, a proxy in front)
 /// would all share one loop.
-struct HTTPServer: Service {
-    let host: String
-    let port: Int
-    let group: any EventLoopGroup
-    let maxHeadBytes: Int
+package struct HTTPServer: Sendable {
+    package let host: String
+    package let port: Int
+    package let group: any EventLoopGroup
+    package let maxHeadBytes: Int
     /// Keep each client's connections on one event loop (see above).
-    let steerByClient: Bool
-    let logger: Logger
-    let makeHandler: @Sendable () -> ConnectionHandler
-    let onServerRunning: @Sendable (Int) async -> Void
+    package let steerByClient: Bool
+    package let logger: Logger
+    package let makeHandler: @Sendable () -> any ChannelHandler
+    package let onServerRunning: @Sendable (Int) async -> Void
 
-    func run() async throws {
+    package init(
+        host: String, port: Int, group: any EventLoopGroup, maxHeadBytes: Int, steerByClient: Bool, logger: Logger,
+        makeHandler: @escaping @Sendable () -> any ChannelHandler, onServerRunning: @escaping @Sendable (Int) async -> Void
+    ) {
+        self.host = host
+        self.port = port
+        self.group = group
+        self.maxHeadBytes = maxHeadBytes
+        self.steerByClient = steerByClient
+        self.logger = logger
+        self.makeHandler = makeHandler
+        self.onServerRunning = onServerRunning
+    }
+
+    /// Serves until `stopping` returns (a graceful shutdown asked for, or the task cancelled),
+    /// then stops accepting and waits for every connection to finish.
+    package func run(until stopping: () async -> Void) async throws {
         let loops = Array(group.makeIterator())
         let listeners: [(channel: any Channel, quiescing: ServerQuiescingHelper)]
         if steerByClient, loops.count > 1 {
@@ -45,8 +61,7 @@ struct HTTPServer: Service {
             listeners = [try await listen(on: group, port: port, reusePort: false)]
         }
         await onServerRunning(listeners[0].channel.localAddress?.port ?? port)
-        // Until SIGTERM (or the group around us) asks to stop, or the task is cancelled.
-        try? await gracefulShutdown()
+        await stopping()
         // Every listener stops accepting and quiesces its connections at once; then all are awaited.
         let closed = listeners.map { listener in
             let promise = listener.channel.eventLoop.makePromise(of: Void.self)
@@ -99,12 +114,25 @@ struct HTTPServer: Service {
                     // Two handlers: the decoder, and the handler that answers and writes bytes
                     // straight to the socket.
                     let pipeline = channel.pipeline.syncOperations
-                    try pipeline.addHandler(ConnectionHandler.makeDecoder(maxHeadBytes: maxHeadBytes))
+                    try pipeline.addHandler(Self.makeDecoder(maxHeadBytes: maxHeadBytes))
                     try pipeline.addHandler(makeHandler())
                 }
             }
             .bind(host: host, port: port)
             .get()
         return (channel, quiescing)
+    }
+}
+
+extension HTTPServer {
+    /// The request decoder every connection starts with. `forwardBytes`: when it is replaced,
+    /// the bytes it held after a request that stopped it go to its successor.
+    package static func makeDecoder(maxHeadBytes: Int) -> ByteToMessageHandler<HTTPRequestDecoder> {
+        // The decoder refuses a head past the limit while it still arrives.
+        var limits = NIOHTTPDecoderLimitConfiguration()
+        limits.maxHeaderListSize = maxHeadBytes
+        limits.maxHeaderFieldSize = maxHeadBytes
+        return ByteToMessageHandler(
+            HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .drop, limitConfiguration: limits))
     }
 }

@@ -1,17 +1,17 @@
 import HTTPTypes
-import Hummingbird
 import NIOCore
 import NIOHTTP1
 
-/// The application end of every HTTP/1.1 connection: it feeds what happens to a
-/// ``ConnectionStateMachine`` and performs the actions it answers. What it keeps besides the
-/// machine are handles on I/O: the deadline timer and the router's task. It reads no header
-/// to decide anything: what admission found (route, CORS origin) comes in the actions.
+/// The end of every HTTP/1.1 connection: it feeds what happens to a
+/// ``ConnectionStateMachine`` and performs the actions it answers, asking the
+/// ``HTTPApplication`` what to say. What it keeps besides the machine are handles on I/O: the
+/// deadline timer and the router's task. It reads no header to decide anything: what
+/// admission found (route, CORS origin) comes in the actions.
 ///
-/// The two requests on the gesture's path are answered here, on the event loop: a sample
-/// goes from the socket through the engine to the streams' event loops without a task, and
-/// an open event stream is this handler writing the log's shared chunks. Any other request
-/// is answered by the router on a task, which writes back through ``RoutedResponseWriter``.
+/// Requests routed to be answered at once are answered here, on the event loop, without a
+/// task, and an open stream is this handler writing the application's batches as the socket
+/// takes them. Any other request is answered by the application's router on a task, which
+/// writes back through ``RoutedResponseWriter``.
 /// Every answer is written as bytes straight to the socket: the pipeline is NIO's request
 /// decoder and this handler, nothing else.
 ///
@@ -20,14 +20,15 @@ import NIOHTTP1
 /// nothing: it answers such a request as if it had no `Upgrade`, and puts a fresh decoder in
 /// the stopped one's place, which hands it the bytes it held. A client that asks for `h2c`
 /// (`curl --http2`) so goes on in HTTP/1.1 on the same connection.
-final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundIn = ByteBuffer
-    typealias OutboundOut = ByteBuffer
-    typealias Machine = ConnectionStateMachine<EventStream>
+package final class ConnectionHandler<Application: HTTPApplication>: ChannelDuplexHandler, RemovableChannelHandler {
+    package typealias InboundIn = HTTPServerRequestPart
+    package typealias OutboundIn = ByteBuffer
+    package typealias OutboundOut = ByteBuffer
+    package typealias Machine = ConnectionStateMachine<Application.Stream>
 
     private var machine: Machine
-    private let routes: HotRoutes
+    private let application: Application
+    private let configuration: HTTPConfiguration
     private var context: ChannelHandlerContext?
     /// The deadline the machine asked for and when it is due. One timer serves them all: it
     /// is moved only when a deadline becomes earlier, so a sample costs a clock read, not a
@@ -42,30 +43,30 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The head that arrived last stops the decoder at its end (``ConnectionStateMachine/decoderStops(after:)``).
     private var decoderStopsAtEnd = false
 
-    init(routes: HotRoutes) {
-        self.routes = routes
-        let configuration = routes.configuration
-        machine = Machine(limits: .init(maxBodyBytes: configuration.maxBodyBytes, maxHeadBytes: configuration.maxHeadBytes), policy: routes.policy)
+    package init(application: Application) {
+        self.application = application
+        configuration = application.http
+        machine = Machine(limits: configuration.limits, policy: application.policy, routing: application.routing)
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         if context.channel.isActive { armDeadline(context: context) }
     }
 
-    func channelActive(context: ChannelHandlerContext) {
+    package func channelActive(context: ChannelHandlerContext) {
         armDeadline(context: context)
         context.fireChannelActive()
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         letGo()
         self.context = nil
     }
 
     // MARK: - Inputs
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let action: Machine.Action
         switch unwrapInboundIn(data) {
         case .head(let head):
@@ -85,17 +86,17 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         perform(action, context: context)
     }
 
-    func channelReadComplete(context: ChannelHandlerContext) {
+    package func channelReadComplete(context: ChannelHandlerContext) {
         perform(machine.readCompleted(), context: context)
         armDeadline(context: context)
         context.fireChannelReadComplete()
     }
 
-    func read(context: ChannelHandlerContext) {
+    package func read(context: ChannelHandlerContext) {
         if case .read = machine.readRequested() { context.read() }
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         switch error {
         case let error as HTTPParserError:
             run(machine.malformedReceived(error), context: context)
@@ -109,7 +110,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if (event as? ChannelEvent) == .inputClosed {
             run(machine.inputClosed(), context: context)
         } else if event is ChannelShouldQuiesceEvent {
@@ -119,25 +120,14 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
+    package func channelWritabilityChanged(context: ChannelHandlerContext) {
         run(machine.writabilityChanged(writable: context.channel.isWritable), context: context)
         context.fireChannelWritabilityChanged()
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         letGo()
         context.fireChannelInactive()
-    }
-
-    /// The request decoder every connection starts with. `forwardBytes`: when it is replaced,
-    /// the bytes it held after a request that stopped it go to its successor.
-    static func makeDecoder(maxHeadBytes: Int) -> ByteToMessageHandler<HTTPRequestDecoder> {
-        // The decoder refuses a head past the limit while it still arrives.
-        var limits = NIOHTTPDecoderLimitConfiguration()
-        limits.maxHeaderListSize = maxHeadBytes
-        limits.maxHeaderFieldSize = maxHeadBytes
-        return ByteToMessageHandler(
-            HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .drop, limitConfiguration: limits))
     }
 
     /// A fresh decoder goes in front of this handler; the stopped one leaves the pipeline on
@@ -145,7 +135,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func replaceDecoder(context: ChannelHandlerContext) {
         let pipeline = context.pipeline.syncOperations
         guard let stopped = decoder ?? (try? pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)) else { return }
-        let fresh = Self.makeDecoder(maxHeadBytes: routes.configuration.maxHeadBytes)
+        let fresh = HTTPServer.makeDecoder(maxHeadBytes: configuration.maxHeadBytes)
         do {
             try pipeline.addHandler(fresh, position: .before(self))
         } catch {
@@ -157,7 +147,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func letGo() {
-        machine.channelClosed()  // drops an open stream: its session forgets it
+        machine.channelClosed()  // drops an open stream: the application forgets it
         routing?.cancel()
         routing = nil
         timer?.task.cancel()
@@ -182,19 +172,19 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .sendContinue:
             context.writeAndFlush(wrapOutboundOut(ResponseHead.continueResponse), promise: nil)
         case .answer(let request, let then):
-            answerSamples(request, then: then, context: context)
+            answerAtOnce(request, then: then, context: context)
         case .route(let request):
             route(request, context: context)
         case .openStream(let request):
             openStream(request, context: context)
         case .refuse(let error, let head, let cors, let then):
-            write(routes.refusal(error, head), to: head, cors: cors, closes: then == .close, context: context)
+            write(application.refusal(error, head: head), to: head, cors: cors, closes: then == .close, context: context)
             if then == .close { closeOutput(context: context) }
         case .writeEvents:
-            var replay = ReplayCache()
-            writeEvents(.news, replay: &replay, context: context)
-        case .endStream(let stream, let then):
-            var end = (try? stream.finish()) ?? nil ?? ByteBuffer()
+            var shared = application.makeShared()
+            writeEvents(application.moreToWrite, shared: &shared, context: context)
+        case .endStream(var stream, let then):
+            var end = application.finish(&stream) ?? ByteBuffer()
             end.writeImmutableBuffer(ResponseHead.lastChunk)
             context.writeAndFlush(wrapOutboundOut(end), promise: nil)
             if then == .close { closeOutput(context: context) }
@@ -205,11 +195,10 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    private func answerSamples(_ request: Machine.Request, then: Machine.Then, context: ChannelHandlerContext) {
-        let cors = request.cors
+    private func answerAtOnce(_ request: Machine.Request, then: Machine.Then, context: ChannelHandlerContext) {
         let connection = ResponseHead.Connection(closes: then == .close, request: request.head)
-        if case .preflight(let allow) = request.route, let cors {
-            routes.metrics.requestAnswered(route: RouteTable.pattern(request.head.uri, status: 204), status: 204)
+        if case .preflight(let allow) = request.route, let cors = request.cors {
+            application.preflightAnswered(request.head)
             context.writeAndFlush(
                 wrapOutboundOut(
                     ResponseHead.preflightAnswer(origin: cors, allow: allow, connection: connection, allocator: context.channel.allocator)),
@@ -217,20 +206,15 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             if then == .close { closeOutput(context: context) }
             return
         }
-        guard case .samples(let session) = request.route else { return }
-        switch routes.samples(request.head, session: session, body: request.body) {
-        case .state(let state):
-            context.writeAndFlush(
-                wrapOutboundOut(ResponseHead.stateAnswer(state, connection: connection, cors: cors, allocator: context.channel.allocator)),
-                promise: nil)
-        case .refused(let payload):
-            write(payload, to: request.head, cors: cors, closes: then == .close, context: context)
-        }
+        guard case .answer(let parameter) = request.route else { return }
+        context.writeAndFlush(
+            wrapOutboundOut(application.answer(request, parameter: parameter, connection: connection, allocator: context.channel.allocator)),
+            promise: nil)
         if then == .close { closeOutput(context: context) }
     }
 
     /// Writes a complete answer; whether the connection then closes is the caller's to do.
-    private func write(_ payload: JSONPayload, to request: HTTPRequestHead?, cors: String?, closes: Bool, context: ChannelHandlerContext) {
+    private func write(_ payload: HTTPAnswer, to request: HTTPRequestHead?, cors: String?, closes: Bool, context: ChannelHandlerContext) {
         let bytes = ResponseHead.answer(
             payload, connection: .init(closes: closes, request: request), cors: cors,
             headOnly: request?.method == .HEAD, allocator: context.channel.allocator)
@@ -280,7 +264,6 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func timeout(_ kind: Machine.Deadline.Kind) -> TimeAmount {
-        let configuration = routes.configuration
         let duration: Duration =
             switch kind {
             case .idle: configuration.idleTimeout
@@ -299,9 +282,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             handler: NIOLoopBound(self, eventLoop: context.eventLoop), eventLoop: context.eventLoop, request: request.head, cors: request.cors)
         let channel = context.channel
         let body = request.body ?? context.channel.allocator.buffer(capacity: 0)
-        routing = Task { [routes, head = request.head] in
-            let response = await routes.route(head, body: body, channel: channel)
-            await writer.send(response)
+        routing = Task { [application] in
+            await application.respond(to: request, body: body, channel: channel, writer: writer)
         }
     }
 
@@ -335,12 +317,12 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: - The event stream
 
     private func openStream(_ request: Machine.Request, context: ChannelHandlerContext) {
-        guard case .events(let id) = request.route else { return }
-        let listener = StreamListener(handler: self, eventLoop: context.eventLoop)
-        switch routes.openStream(request.head, session: id, cors: request.cors, listener: listener, channel: context.channel) {
+        guard case .stream(let parameter) = request.route else { return }
+        let waker = StreamWaker(eventLoop: context.eventLoop, handler: NIOLoopBound(self, eventLoop: context.eventLoop))
+        switch application.openStream(request, parameter: parameter, waker: waker, channel: context.channel) {
         case .opened(let stream, let bytes):
             try? context.channel.syncOptions?.setOption(
-                ChannelOptions.socketOption(.so_sndbuf), value: SocketOptionValue(routes.configuration.streamSendBufferBytes))
+                ChannelOptions.socketOption(.so_sndbuf), value: SocketOptionValue(configuration.streamSendBufferBytes))
             context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
             perform(machine.streamOpened(stream), context: context)
         case .overloaded(let answer):
@@ -352,25 +334,25 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// On this event loop, from the session's wake-up.
-    fileprivate func streamWoken(_ reason: Wakeup.Reason, replay: inout ReplayCache) {
+    /// On this event loop, from the application's wake-up.
+    func streamWoken(_ wake: Application.Wake, shared: inout Application.Shared) {
         guard let context else { return }
-        let action = machine.streamWoken(sessionEnded: reason == .sessionEnded)
+        let action = machine.streamWoken(ended: application.ends(wake))
         if case .writeEvents = action {
-            writeEvents(reason, replay: &replay, context: context)
+            writeEvents(wake, shared: &shared, context: context)
         } else {
             run(action, context: context)
         }
     }
 
     /// Writes what the stream has, batch by batch while the socket takes it; what is left
-    /// waits in the session's log until the socket is writable again.
-    private func writeEvents(_ reason: Wakeup.Reason, replay: inout ReplayCache, context: ChannelHandlerContext) {
-        var reason = reason
+    /// waits in the application until the socket is writable again.
+    private func writeEvents(_ wake: Application.Wake, shared: inout Application.Shared, context: ChannelHandlerContext) {
+        var wake = wake
         while true {
-            let batch: EventStream.Batch?
+            let batch: StreamBatch?
             do {
-                batch = try machine.withStream { stream in try stream.woken(reason, replay: &replay) } ?? nil
+                batch = try machine.withStream { [application] stream in try application.nextBatch(of: &stream, after: wake, shared: &shared) } ?? nil
             } catch {
                 return run(machine.streamFailed(), context: context)
             }
@@ -378,11 +360,11 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 for part in batch.parts { context.write(wrapOutboundOut(part), promise: nil) }
                 context.flush()
             }
-            if let arrived = replay.takeSampleArrival() { routes.metrics.sampleWritten(arrived: arrived) }
+            application.batchWritten(shared: &shared)
             guard batch?.more == true else { return }
-            reason = .news
+            wake = application.moreToWrite
             // The socket may have filled with this batch: then the stream waits for it.
-            guard case .writeEvents = machine.streamWoken(sessionEnded: false) else { return armDeadline(context: context) }
+            guard case .writeEvents = machine.streamWoken(ended: false) else { return armDeadline(context: context) }
         }
     }
 }
@@ -391,8 +373,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 /// the event loop and waits until written, so a large body cannot outrun a slow client. The
 /// head waits for the first body buffer, so a small answer is one write. A body of unknown
 /// length is sent chunked.
-private struct RoutedResponseWriter: ResponseBodyWriter, Sendable {
-    let handler: NIOLoopBound<ConnectionHandler>
+package struct RoutedResponseWriter<Application: HTTPApplication>: Sendable {
+    let handler: NIOLoopBound<ConnectionHandler<Application>>
     let eventLoop: any EventLoop
     let request: HTTPRequestHead
     /// The request's `--cors-origin`, as admission found it.
@@ -410,7 +392,7 @@ private struct RoutedResponseWriter: ResponseBodyWriter, Sendable {
         case collected
     }
 
-    init(handler: NIOLoopBound<ConnectionHandler>, eventLoop: any EventLoop, request: HTTPRequestHead, cors: String?) {
+    init(handler: NIOLoopBound<ConnectionHandler<Application>>, eventLoop: any EventLoop, request: HTTPRequestHead, cors: String?) {
         self.handler = handler
         self.eventLoop = eventLoop
         self.request = request
@@ -419,16 +401,18 @@ private struct RoutedResponseWriter: ResponseBodyWriter, Sendable {
 
     private var headOnly: Bool { request.method == .HEAD }
 
-    func send(_ response: Response) async {
+    /// Sends the answer: `head`, then the body `write` writes through the writer it is
+    /// given (`length`: the body's, when known before it is written).
+    package func send(_ head: HTTPResponse, length: Int?, body write: (Self) async throws -> Void) async {
         var writer = self
-        var head = response.head
+        var head = head
         let bodiless = headOnly || head.status.code == 204 || head.status.code == 304 || head.status.kind == .informational
         if head.status.code == 304 || head.status.code == 204 {
             // No body, and no length of one: a 304 may only repeat the 200's (RFC 9110 §8.6).
             head.headerFields[.contentLength] = nil
         }
         if head.headerFields[.contentLength] == nil, !bodiless {
-            if let length = response.body.contentLength {
+            if let length {
                 head.headerFields[.contentLength] = String(length)
             } else if request.version.minor == 0 {
                 writer.framing = .collected
@@ -440,7 +424,7 @@ private struct RoutedResponseWriter: ResponseBodyWriter, Sendable {
         writer.head = head
         let completely: Bool
         do {
-            try await response.body.write(writer)
+            try await write(writer)
             completely = true
         } catch {
             completely = false
@@ -449,7 +433,7 @@ private struct RoutedResponseWriter: ResponseBodyWriter, Sendable {
         eventLoop.execute { handler.value.routedResponseEnded(completely: completely) }
     }
 
-    mutating func write(_ buffer: ByteBuffer) async throws {
+    package mutating func write(_ buffer: ByteBuffer) async throws {
         guard !headOnly, buffer.readableBytes > 0 else { return }
         pending.writeImmutableBuffer(framing == .chunked ? HTTPChunk.frame([buffer]) : buffer)
         // The head waits for the first body buffer: a small answer goes out in one write.
@@ -457,7 +441,7 @@ private struct RoutedResponseWriter: ResponseBodyWriter, Sendable {
         try await flush()
     }
 
-    consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
+    package consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
         switch framing {
         case .chunked: pending.writeImmutableBuffer(ResponseHead.lastChunk)
         case .collected:
@@ -477,20 +461,5 @@ private struct RoutedResponseWriter: ResponseBodyWriter, Sendable {
             handler.value.writeRouted(head: head, for: request, cors: cors, bytes: bytes)
                 ?? handler.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
         }.get()
-    }
-}
-
-/// How a session's log reaches a stream: the handler, only ever touched on its event loop.
-private final class StreamListener: EventListener {
-    let eventLoop: any EventLoop
-    private let handler: NIOLoopBound<ConnectionHandler>
-
-    init(handler: ConnectionHandler, eventLoop: any EventLoop) {
-        self.eventLoop = eventLoop
-        self.handler = NIOLoopBound(handler, eventLoop: eventLoop)
-    }
-
-    func wake(_ reason: Wakeup.Reason, replay: inout ReplayCache) {
-        handler.value.streamWoken(reason, replay: &replay)
     }
 }

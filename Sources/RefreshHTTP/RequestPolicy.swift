@@ -19,15 +19,15 @@ import NIOHTTP1
 /// The checks run on the header values the connection has already picked out of the head, as
 /// byte comparisons: a sample POST, at every frame of a gesture, pays a few of them and no
 /// allocation.
-struct RequestPolicy: Sendable {
+package struct RequestPolicy: Sendable {
     /// Host names answered, lower-case, IPv6 without brackets.
     private let hosts: [String]
     /// Listening on a wildcard address: any IP literal is one of the server's names.
     private let anyAddress: Bool
     /// The origins given by `--cors-origin`, as browsers write them (`https://app.example`).
-    let corsOrigins: [String]
+    package let corsOrigins: [String]
 
-    init(_ configuration: ServerConfiguration) {
+    package init(_ configuration: HTTPConfiguration) {
         let listening = Self.bare(configuration.host.lowercased())
         anyAddress = listening == "0.0.0.0" || listening == "::"
         var hosts = ["localhost"]
@@ -51,7 +51,7 @@ struct RequestPolicy: Sendable {
     }
 
     /// An origin as a browser sends it: scheme and host lower-case, no trailing slash.
-    static func normalizedOrigin(_ origin: String) -> String {
+    package static func normalizedOrigin(_ origin: String) -> String {
         var origin = origin.lowercased()
         while origin.hasSuffix("/") { origin.removeLast() }
         return origin
@@ -59,7 +59,7 @@ struct RequestPolicy: Sendable {
 
     /// A request the origin and content-type rules hold: a method that changes state, on the
     /// API (as the route table tells it).
-    static func changesState(_ method: HTTPMethod, onAPI: Bool) -> Bool {
+    package static func changesState(_ method: HTTPMethod, onAPI: Bool) -> Bool {
         switch method {
         case .POST, .PUT, .PATCH, .DELETE: onAPI
         default: false
@@ -70,7 +70,7 @@ struct RequestPolicy: Sendable {
 
     /// Whether a `Host` value (`name`, `name:port`, `[v6]:port`) names this server. The port
     /// is not compared: a front may forward its own.
-    func allowsHost(_ value: String) -> Bool {
+    package func allowsHost(_ value: String) -> Bool {
         let name = Self.hostPart(of: value.utf8[...])
         if name.isEmpty { return false }
         for host in hosts where Self.equalIgnoringCase(name, host.utf8[...]) { return true }
@@ -125,7 +125,7 @@ struct RequestPolicy: Sendable {
     }
 
     /// ASCII case-insensitive equality, without lowercasing (so without allocating) either.
-    static func equalIgnoringCase(_ a: String, _ b: String) -> Bool {
+    package static func equalIgnoringCase(_ a: String, _ b: String) -> Bool {
         equalIgnoringCase(a.utf8[...], b.utf8[...])
     }
 
@@ -140,14 +140,14 @@ struct RequestPolicy: Sendable {
     // MARK: - Origin
 
     /// The `--cors-origin` entry an `Origin` value is, if any.
-    func corsOrigin(_ origin: String?) -> String? {
+    package func corsOrigin(_ origin: String?) -> String? {
         guard !corsOrigins.isEmpty, let origin else { return nil }
         return corsOrigins.first { Self.equalIgnoringCase($0.utf8[...], origin.utf8[...]) }
     }
 
     /// Whether a state-changing request may go on, from its `Origin`, `Sec-Fetch-Site` and
     /// `Host` values: its own origin, a `--cors-origin`, or no browser's word at all.
-    func allowsOrigin(_ origin: String?, fetchSite: String?, host: String?) -> Bool {
+    package func allowsOrigin(_ origin: String?, fetchSite: String?, host: String?) -> Bool {
         guard let origin else {
             guard let fetchSite else { return true }
             return !Self.equalIgnoringCase(fetchSite.utf8[...], "cross-site".utf8[...])
@@ -192,7 +192,7 @@ struct RequestPolicy: Sendable {
     // MARK: - Content type
 
     /// `application/json`, with parameters (`; charset=utf-8`) or without.
-    static func isJSON(_ contentType: String) -> Bool {
+    package static func isJSON(_ contentType: String) -> Bool {
         var value = contentType.utf8[...]
         while let first = value.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { value = value.dropFirst() }
         guard startsIgnoringCase(value, "application/json") else { return false }
@@ -204,15 +204,15 @@ struct RequestPolicy: Sendable {
     // MARK: - Preflight
 
     /// The request headers a cross-origin page may send.
-    static let allowedHeaders = "Content-Type, Authorization, Last-Event-ID, X-Request-ID"
+    package static let allowedHeaders = "Content-Type, Authorization, Last-Event-ID, X-Request-ID"
     /// How long a browser may keep a preflight's answer, in seconds.
-    static let preflightMaxAge = "600"
+    package static let preflightMaxAge = "600"
 }
 
 extension RequestPolicy {
     /// A name `--public-host` accepts: letters, digits, `-` and `.`, or an IP address
     /// (IPv6 with or without brackets); no scheme, port or path.
-    static func isHostName(_ name: String) -> Bool {
+    package static func isHostName(_ name: String) -> Bool {
         let bare = bare(name)
         guard !bare.isEmpty, bare.utf8.count <= 253 else { return false }
         if bare.contains(":") { return isIPLiteral(bare.utf8[...]) }
@@ -223,7 +223,7 @@ extension RequestPolicy {
     }
 
     /// An origin `--cors-origin` accepts: `http` or `https`, a host, perhaps a port, no path.
-    static func isOrigin(_ origin: String) -> Bool {
+    package static func isOrigin(_ origin: String) -> Bool {
         let value = normalizedOrigin(origin)
         let authority: Substring
         if value.hasPrefix("http://") {
