@@ -1,10 +1,20 @@
-/// Who hears from a ``HeadListener`` that the head moved (the server's news hub, which tells
-/// its sessions): the listener only wakes it, so the feed knows nothing of who listens.
+/// Who hears from a ``HeadListener`` that a feed's head moved (the server's news hub, which
+/// tells that feed's sessions): the listener only wakes it, so the store knows nothing of who
+/// listens.
+///
+/// The subscriber says which feeds it watches (those it has sessions for) rather than the
+/// listener telling every feed: an instance serves a few of the store's feeds, and after a
+/// reconnection the listener reads those feeds' heads in one query and wakes the subscriber
+/// for each that moved while it was away, which stays exact at the cost of what is watched.
 public protocol HeadSubscriber: Sendable {
-    /// The newest position the subscriber already knows, so a burst of notifications costs
-    /// one read of the head, not one each.
-    var knownHead: FeedPosition { get }
-    /// The head may have moved: read it from the feed and tell whoever waits for it. Called
-    /// after each notification, after each (re)connection and by the slow poll.
-    func headMayHaveMoved(in feed: any FeedSource) async
+    /// The feeds read after each (re)connection and by the slow poll.
+    var watchedFeeds: [FeedName] { get }
+    /// The newest position the subscriber already knows in `feed`, so a burst of
+    /// notifications costs one read of the head, not one each; `nil` for a feed it does not
+    /// watch, whose notifications are dropped unread.
+    func knownHead(of feed: FeedName) -> FeedPosition?
+    /// The head of `feed` (named `name`) may have moved: read it from the feed and tell
+    /// whoever waits for it. Called after a notification for a watched feed, after each
+    /// (re)connection and by the slow poll for a watched feed whose head is past the known one.
+    func headMayHaveMoved(in feed: any FeedSource, named name: FeedName) async
 }

@@ -1,7 +1,8 @@
 import Synchronization
 
-/// A feed held in memory: items published through the API, nothing upstream.
-public final class MemoryFeed: FeedSource {
+/// Feeds held in memory: items published through the API, nothing upstream. The instance
+/// made by `init` is the feed `main`; ``feed(_:)`` gives the others, sharing its storage.
+public final class MemoryFeed: FeedSource, FeedStore {
     private struct Storage {
         /// Ascending by cursor, so the newest item is last and inserts of new items append.
         var ordered: [FeedItem] = []
@@ -42,12 +43,51 @@ public final class MemoryFeed: FeedSource {
         }
     }
 
-    private let storage = Mutex(Storage())
+    /// Every feed's storage, shared by the views of one store.
+    private final class Feeds: Sendable {
+        let byName = Mutex<[FeedName: Storage]>([:])
+    }
 
-    /// - Parameter items: the first items; any that breaks ``ItemRules`` is left out, as
-    ///   ``publish(_:)`` would refuse it.
+    /// One feed's storage within the shared lock, so views of different feeds never see each
+    /// other's items.
+    private struct Shelf {
+        let feeds: Feeds
+        let name: FeedName
+
+        /// A feed that gains nothing takes no room: reading unknown names leaves no trace.
+        func withLock<Result>(_ body: (inout Storage) throws -> Result) rethrows -> Result {
+            try feeds.byName.withLock { all in
+                guard all[name] != nil else {
+                    var empty = Storage()
+                    let result = try body(&empty)
+                    if !empty.gained.isEmpty { all[name] = empty }
+                    return result
+                }
+                return try body(&all[name]!)
+            }
+        }
+    }
+
+    private let storage: Shelf
+
+    /// The feed's name within its store.
+    public let name: FeedName
+
+    /// - Parameter items: the first items of `main`; any that breaks ``ItemRules`` is left
+    ///   out, as ``publish(_:)`` would refuse it.
     public init(items: [FeedItem] = []) {
+        name = .main
+        storage = Shelf(feeds: Feeds(), name: .main)
         storage.withLock { $0.upsert(items.filter { ItemRules.violation(of: $0) == nil }) }
+    }
+
+    private init(feeds: Feeds, name: FeedName) {
+        self.name = name
+        storage = Shelf(feeds: feeds, name: name)
+    }
+
+    public func feed(_ name: FeedName) -> any FeedSource {
+        name == self.name ? self : MemoryFeed(feeds: storage.feeds, name: name)
     }
 
     /// Nothing upstream: the feed is always up to date.

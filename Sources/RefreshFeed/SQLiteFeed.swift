@@ -1,17 +1,23 @@
 import Foundation
 import GRDB
 
-/// The feed in an SQLite file: published items survive restarts and crashes (a `201` means
-/// the write is committed), refreshes pull the configured upstream feeds into it.
+/// The feeds in an SQLite file: published items survive restarts and crashes (a `201` means
+/// the write is committed), refreshes pull the configured upstream feeds into `main`.
+///
+/// The instance `init` opens is the feed `main`; ``feed(_:)`` gives the others, sharing its
+/// database. Every row is keyed by its feed, so a feed's reads and writes touch only its own
+/// items, positions and head.
 ///
 /// A `DatabasePool` runs in WAL mode: one writer, readers in parallel, so paging never waits
 /// for a refresh that is storing items.
-public final class SQLiteFeed: FeedSource, UpstreamStore {
+public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
     private let database: any DatabaseWriter
     private let upstreams: UpstreamSet?
     private let lockWait: LockWait
     /// A file others may lock, rather than a database of this process alone.
     private let isShared: Bool
+    /// The feed's name within the database.
+    public let name: FeedName
 
     /// The longest a write waits for the database lock, from when it reaches the store, and
     /// so about the longest a publish waits before `503` while another process holds it.
@@ -37,7 +43,21 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
         }
         self.lockWait = lockWait
         self.upstreams = upstreams
+        name = .main
         try Self.migrator.migrate(database)
+    }
+
+    private init(sharing store: SQLiteFeed, name: FeedName) {
+        database = store.database
+        lockWait = store.lockWait
+        isShared = store.isShared
+        // Upstreams feed `main` only.
+        upstreams = nil
+        self.name = name
+    }
+
+    public func feed(_ name: FeedName) -> any FeedSource {
+        name == self.name ? self : SQLiteFeed(sharing: self, name: name)
     }
 
     /// Versioned schema changes, applied in order, each once.
@@ -73,6 +93,31 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
                     """)
             try db.create(index: "item_position", on: "item", columns: ["position"], unique: true)
         }
+        migrator.registerMigration("v4: feeds") { db in
+            // Every item so far is `main`'s, at the position it had (and a statement that names
+            // no feed still means `main`). An id is unique within its feed, a position within its
+            // feed: the table is rebuilt, as SQLite cannot change a primary key in place.
+            try db.execute(
+                sql: """
+                    CREATE TABLE feed_item (
+                        feed TEXT NOT NULL DEFAULT 'main',
+                        id TEXT NOT NULL,
+                        title TEXT NOT NULL,
+                        summary TEXT,
+                        link TEXT,
+                        author TEXT,
+                        published INTEGER NOT NULL,
+                        position INTEGER NOT NULL,
+                        PRIMARY KEY (feed, id)
+                    );
+                    INSERT INTO feed_item (feed, id, title, summary, link, author, published, position)
+                        SELECT 'main', id, title, summary, link, author, published, position FROM item;
+                    DROP TABLE item;
+                    ALTER TABLE feed_item RENAME TO item;
+                    CREATE INDEX item_order ON item (feed, published, id);
+                    CREATE UNIQUE INDEX item_position ON item (feed, position);
+                    """)
+        }
         return migrator
     }
 
@@ -82,7 +127,9 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
     }
 
     public var isEmpty: Bool {
-        get throws { try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") ?? 0 } == 0 }
+        get throws {
+            try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE feed = ?", arguments: [name.rawValue]) ?? 0 } == 0
+        }
     }
 
     // MARK: - FeedSource
@@ -96,54 +143,55 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
     }
 
     public func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage {
-        try await database.read { db in
+        try await database.read { [name] db in
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT * FROM item WHERE published > ? OR (published = ? AND id > ?)
+                    SELECT * FROM item WHERE feed = ? AND (published > ? OR (published = ? AND id > ?))
                     ORDER BY published DESC, id DESC LIMIT ?
-                    """, arguments: [cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, limit + 1])
-            return try Self.page(rows, limit: limit, db)
+                    """, arguments: [name.rawValue, cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, limit + 1])
+            return try Self.page(rows, limit: limit, of: name, db)
         }
     }
 
     public func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
-        try await database.read { db in
+        try await database.read { [name] db in
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT * FROM item INDEXED BY item_position WHERE position > ?
+                    SELECT * FROM item INDEXED BY item_position WHERE feed = ? AND position > ?
                     ORDER BY published DESC, id DESC LIMIT ?
-                    """, arguments: [position, limit + 1])
-            return try Self.page(rows, limit: limit, db)
+                    """, arguments: [name.rawValue, position, limit + 1])
+            return try Self.page(rows, limit: limit, of: name, db)
         }
     }
 
     public func head() async throws -> FeedHead? {
-        try await database.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM item ORDER BY position DESC LIMIT 1").map { row in
+        try await database.read { [name] db in
+            try Row.fetchOne(db, sql: "SELECT * FROM item WHERE feed = ? ORDER BY position DESC LIMIT 1", arguments: [name.rawValue]).map { row in
                 FeedHead(position: row["position"], item: Self.item(row))
             }
         }
     }
 
     public func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
-        try await database.read { db in
+        try await database.read { [name] db in
             let rows: [Row]
             let through = position ?? .max
             if let cursor {
                 rows = try Row.fetchAll(
                     db,
                     sql: """
-                        SELECT * FROM item WHERE (published < ? OR (published = ? AND id < ?)) AND position <= ?
+                        SELECT * FROM item WHERE feed = ? AND (published < ? OR (published = ? AND id < ?)) AND position <= ?
                         ORDER BY published DESC, id DESC LIMIT ?
-                        """, arguments: [cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, through, limit + 1])
+                        """,
+                    arguments: [name.rawValue, cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, through, limit + 1])
             } else {
                 rows = try Row.fetchAll(
-                    db, sql: "SELECT * FROM item WHERE position <= ? ORDER BY published DESC, id DESC LIMIT ?",
-                    arguments: [through, limit + 1])
+                    db, sql: "SELECT * FROM item WHERE feed = ? AND position <= ? ORDER BY published DESC, id DESC LIMIT ?",
+                    arguments: [name.rawValue, through, limit + 1])
             }
-            return try Self.page(rows, limit: limit, db)
+            return try Self.page(rows, limit: limit, of: name, db)
         }
     }
 
@@ -154,14 +202,14 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
     }
 
     public func item(id: String) async throws -> FeedItem? {
-        try await database.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM item WHERE id = ?", arguments: [id]).map(Self.item)
+        try await database.read { [name] db in
+            try Row.fetchOne(db, sql: "SELECT * FROM item WHERE feed = ? AND id = ?", arguments: [name.rawValue, id]).map(Self.item)
         }
     }
 
     public func position(of id: String) async throws -> FeedPosition? {
-        try await database.read { db in
-            try FeedPosition.fetchOne(db, sql: "SELECT position FROM item WHERE id = ?", arguments: [id])
+        try await database.read { [name] db in
+            try FeedPosition.fetchOne(db, sql: "SELECT position FROM item WHERE feed = ? AND id = ?", arguments: [name.rawValue, id])
         }
     }
 
@@ -173,11 +221,11 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
         try ItemRules.check(items)
         let deadline = ContinuousClock.now + Self.lockDeadline
         do {
-            return try await database.writeWithoutTransaction { [lockWait] db in
+            return try await database.writeWithoutTransaction { [lockWait, name] db in
                 try lockWait.waiting(until: deadline) {
                     var added = 0
                     try db.inTransaction {
-                        added = try Self.upsert(items, replacing: true, db)
+                        added = try Self.upsert(items, into: name, replacing: true, db)
                         return .commit
                     }
                     return added
@@ -223,28 +271,32 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
     /// Stores items synchronously, at start-up, keeping any already there.
     public func seed(_ items: [FeedItem]) throws {
         try ItemRules.check(items)
-        try database.write { db in _ = try Self.upsert(items, replacing: false, db) }
+        try database.write { [name] db in _ = try Self.upsert(items, into: name, replacing: false, db) }
     }
 
     /// New ids take the next positions in feed order. SQLite has one writer at a time, so
     /// transactions commit in the order they read the head: positions become visible in order.
-    private static func upsert(_ items: [FeedItem], replacing: Bool, _ db: Database) throws -> Int {
-        var next = (try FeedPosition.fetchOne(db, sql: "SELECT MAX(position) FROM item") ?? 0) + 1
+    private static func upsert(_ items: [FeedItem], into feed: FeedName, replacing: Bool, _ db: Database) throws -> Int {
+        var next = (try FeedPosition.fetchOne(db, sql: "SELECT MAX(position) FROM item WHERE feed = ?", arguments: [feed.rawValue]) ?? 0) + 1
         var added = 0
         // The last of a batch's items with one id wins, as if they were stored one by one.
         for item in ItemKey.lastOfEachID(items).sorted(by: { $0.cursor < $1.cursor }) {
-            let existed = try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM item WHERE id = ?)", arguments: [item.id]) ?? false
+            let existed =
+                try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM item WHERE feed = ? AND id = ?)", arguments: [feed.rawValue, item.id])
+                ?? false
             if existed {
                 guard replacing else { continue }
                 try db.execute(
                     sql: """
-                        UPDATE item SET title = ?, summary = ?, link = ?, author = ?, published = ? WHERE id = ?
-                        """, arguments: [item.title, item.summary, item.link, item.author, item.published.milliseconds, item.id])
+                        UPDATE item SET title = ?, summary = ?, link = ?, author = ?, published = ? WHERE feed = ? AND id = ?
+                        """,
+                    arguments: [item.title, item.summary, item.link, item.author, item.published.milliseconds, feed.rawValue, item.id])
             } else {
                 try db.execute(
                     sql: """
-                        INSERT INTO item (id, title, summary, link, author, published, position) VALUES (?, ?, ?, ?, ?, ?, ?)
-                        """, arguments: [item.id, item.title, item.summary, item.link, item.author, item.published.milliseconds, next])
+                        INSERT INTO item (feed, id, title, summary, link, author, published, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [feed.rawValue, item.id, item.title, item.summary, item.link, item.author, item.published.milliseconds, next])
                 next += 1
                 added += 1
             }
@@ -269,8 +321,8 @@ public final class SQLiteFeed: FeedSource, UpstreamStore {
         }
     }
 
-    private static func page(_ rows: [Row], limit: Int, _ db: Database) throws -> FeedPage {
-        let head = try FeedPosition.fetchOne(db, sql: "SELECT MAX(position) FROM item") ?? 0
+    private static func page(_ rows: [Row], limit: Int, of feed: FeedName, _ db: Database) throws -> FeedPage {
+        let head = try FeedPosition.fetchOne(db, sql: "SELECT MAX(position) FROM item WHERE feed = ?", arguments: [feed.rawValue]) ?? 0
         return FeedPage(items: rows.prefix(limit).map(Self.item), hasMore: rows.count > limit, head: head)
     }
 

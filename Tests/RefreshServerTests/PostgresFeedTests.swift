@@ -134,6 +134,45 @@ struct PostgresFeedTests {
         #expect(try await direct.head()?.position == 8, "positions stay dense")
     }
 
+    /// Each notification names its feed: a subscriber is woken for the feeds it watches only,
+    /// reads each of them, and after a lost connection catches up every one it watches.
+    @Test func theListenerTellsEachWatchedFeedItsOwnHeadAndCatchesUpEveryOneOnReturn() async throws {
+        let url = try await TestPostgres.freshDatabase()
+        let writer = try TestPostgres.feed(url: url)
+        let inbox = FeedName("user:42")!
+        let team = FeedName("team.eng")!
+        let other = FeedName("user:7")!
+        let subscriber = FeedHeads(watching: [.main, inbox, team])
+        let listener = HeadListener(feed: try TestPostgres.feed(url: url), news: subscriber, pollInterval: .seconds(600), logger: TestPostgres.logger)
+        let running = Task { try await listener.run() }
+        defer { running.cancel() }
+        try await eventually("the listener connects") { listener.isListening }
+
+        _ = try await writer.feed(inbox).publish(items(2, prefix: "inbox"))
+        _ = try await writer.feed(other).publish(items(3, prefix: "other"))
+        _ = try await writer.publish(items(1, prefix: "main"))
+        try await eventually("each watched feed hears of its own head") { subscriber.known == [.main: 1, inbox: 2] }
+        #expect(subscriber.heads[inbox]?.item.id == "inbox-0")
+        #expect(!subscriber.woken.contains(other), "a feed nobody watches here is never read")
+
+        let terminated = try await terminateListeners(writer)
+        #expect(terminated >= 1)
+        _ = try await writer.feed(team).publish(items(4, prefix: "team"))
+        _ = try await writer.feed(inbox).publish(items(1, from: 1_900_000_000_000, prefix: "later"))
+        try await eventually("the listener is back") { listener.reconnectCount >= 1 && listener.isListening }
+        try await eventually("every watched feed caught up") { subscriber.known == [.main: 1, inbox: 3, team: 4] }
+        #expect(!subscriber.woken.contains(other))
+    }
+
+    @Test func aNoticeCarriesTheFeedAndItsHead() {
+        let notice = HeadNotice(feed: FeedName("user:42@team.eng")!, head: 17)
+        #expect(notice.payload == "user:42@team.eng 17")
+        #expect(HeadNotice(payload: notice.payload) == notice)
+        #expect(HeadNotice(payload: "17") == nil, "the payload of older versions")
+        #expect(HeadNotice(payload: "main x") == nil)
+        #expect(HeadNotice(payload: " 3") == nil)
+    }
+
     // MARK: - Helpers
 
     private func listening(url: String, poll: Duration) throws -> (PostgresFeed, NewsHub, HeadListener) {
@@ -184,6 +223,38 @@ func eventually(_ what: String, _ condition: @Sendable () async throws -> Bool) 
             let publish = try await server.post("/api/items", #"{"title": "lost?"}"#)
             #expect(publish.status == 503)
             #expect(publish.json["error"] as? String == "store_unavailable")
+        }
+    }
+}
+
+/// A subscriber that watches some feeds and keeps each one's head, as a hub per feed would.
+private final class FeedHeads: HeadSubscriber {
+    private struct State {
+        var heads: [FeedName: FeedHead] = [:]
+        var woken: Set<FeedName> = []
+    }
+
+    let watchedFeeds: [FeedName]
+    private let state = Mutex(State())
+
+    init(watching feeds: [FeedName]) {
+        watchedFeeds = feeds
+    }
+
+    var heads: [FeedName: FeedHead] { state.withLock { $0.heads } }
+    var known: [FeedName: FeedPosition] { heads.mapValues(\.position) }
+    var woken: Set<FeedName> { state.withLock { $0.woken } }
+
+    func knownHead(of feed: FeedName) -> FeedPosition? {
+        guard watchedFeeds.contains(feed) else { return nil }
+        return state.withLock { $0.heads[feed]?.position ?? 0 }
+    }
+
+    func headMayHaveMoved(in feed: any FeedSource, named name: FeedName) async {
+        state.withLock { _ = $0.woken.insert(name) }
+        guard let head = try? await feed.head() else { return }
+        state.withLock { state in
+            if head.position > state.heads[name]?.position ?? 0 { state.heads[name] = head }
         }
     }
 }

@@ -3,14 +3,15 @@ import PostgresNIO
 import ServiceLifecycle
 import Synchronization
 
-/// Brings the head other instances moved to this one: a connection of its own `LISTEN`s on
-/// the feed's channel, and each notification (a wake-up carrying the new head, never the
-/// items) makes the subscriber read the head and tell its sessions.
+/// Brings the heads other instances moved to this one: a connection of its own `LISTEN`s on
+/// the store's channel, and each notification (a wake-up carrying a feed and its new head,
+/// never the items) of a feed the subscriber watches makes it read that feed's head and tell
+/// its sessions.
 ///
 /// Nothing is lost between notifications: after every (re)connection the listener reads the
-/// head before waiting, so whatever committed while it was away is told then; the hub moves
-/// only forward, so nothing is told twice. A slow poll of the head runs beside it, as a
-/// safety net for a notification that never came. While the connection is down, the
+/// heads of every watched feed before waiting, so whatever committed while it was away is
+/// told then; the hub moves only forward, so nothing is told twice. A slow poll of the same
+/// heads runs beside it, as a safety net for a notification that never came. While the connection is down, the
 /// instance says it is not ready (``isListening``) and tries again with a growing backoff.
 public final class HeadListener: Service, Sendable {
     private let feed: PostgresFeed
@@ -63,12 +64,17 @@ public final class HeadListener: Service, Sendable {
                         connectedBefore = true
                         backoff = Self.firstBackoff
                         // Whatever committed while nobody listened; only then is the instance ready.
-                        await self.news.headMayHaveMoved(in: self.feed)
+                        await self.catchUpWatchedFeeds()
                         self.listening.store(true, ordering: .relaxed)
                         for try await notification in notifications {
+                            guard let notice = HeadNotice(payload: notification.payload) else {
+                                // Not a notice this version sends: whatever moved, the heads say.
+                                await self.catchUpWatchedFeeds()
+                                continue
+                            }
                             // A burst of commits: the first read reaches the newest head.
-                            if let head = FeedPosition(notification.payload), head <= self.news.knownHead { continue }
-                            await self.news.headMayHaveMoved(in: self.feed)
+                            guard let known = self.news.knownHead(of: notice.feed), notice.head > known else { continue }
+                            await self.news.headMayHaveMoved(in: self.feed.view(notice.feed), named: notice.feed)
                         }
                     }
                 }
@@ -90,7 +96,19 @@ public final class HeadListener: Service, Sendable {
         while !Task.isCancelled {
             try? await Task.sleep(for: pollInterval)
             if Task.isCancelled { return }
-            await news.headMayHaveMoved(in: feed)
+            await catchUpWatchedFeeds()
+        }
+    }
+
+    /// Reads every watched feed's head in one query and wakes the subscriber for each that is
+    /// past what it knows; when that read fails, wakes it for all of them, to read each itself.
+    private func catchUpWatchedFeeds() async {
+        let watched = news.watchedFeeds
+        guard !watched.isEmpty else { return }
+        let heads = try? await feed.heads(of: watched)
+        for name in watched {
+            if let heads, let known = news.knownHead(of: name), heads[name, default: 0] <= known { continue }
+            await news.headMayHaveMoved(in: feed.view(name), named: name)
         }
     }
 

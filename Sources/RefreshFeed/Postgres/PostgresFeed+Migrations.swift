@@ -25,7 +25,29 @@ extension PostgresFeed {
                 "INSERT INTO feed_head (position) VALUES (0)",
                 "CREATE TABLE upstream (url text PRIMARY KEY, etag text, last_modified text, checked bigint)",
             ]
-        )
+        ),
+        (
+            // Every item so far is `main`'s, at the position it had (and a statement that names
+            // no feed still means `main`). Ids and positions become unique within their feed;
+            // the one head row becomes a row per feed, so writers to different feeds lock
+            // different rows. `main` keeps its row even at 0; other feeds get theirs on their
+            // first write.
+            "v2: feeds",
+            [
+                #"ALTER TABLE item ADD COLUMN feed text COLLATE "C" NOT NULL DEFAULT 'main'"#,
+                "ALTER TABLE item DROP CONSTRAINT item_pkey",
+                "ALTER TABLE item ADD PRIMARY KEY (feed, id)",
+                "ALTER TABLE item DROP CONSTRAINT item_position_key",
+                "ALTER TABLE item ADD CONSTRAINT item_position_key UNIQUE (feed, position)",
+                "DROP INDEX item_order",
+                "CREATE INDEX item_order ON item (feed, published, id)",
+                #"CREATE TABLE feed_head_by_feed (feed text COLLATE "C" PRIMARY KEY DEFAULT 'main', position bigint NOT NULL)"#,
+                "INSERT INTO feed_head_by_feed (feed, position) SELECT 'main', position FROM feed_head",
+                "DROP TABLE feed_head",
+                "ALTER TABLE feed_head_by_feed RENAME TO feed_head",
+                "ALTER INDEX feed_head_by_feed_pkey RENAME TO feed_head_pkey",
+            ]
+        ),
     ]
 
     /// Advisory lock keys: the schema's migration, and the upstream refresh.
@@ -36,8 +58,8 @@ extension PostgresFeed {
 
     /// Waits until the schema is up to date; a failed attempt is tried again by the next call.
     func migrated() async throws {
-        if isMigrated.load(ordering: .acquiring) { return }
-        let task = migration.withLock { migration in
+        if schema.isMigrated.load(ordering: .acquiring) { return }
+        let task = schema.migration.withLock { migration in
             if let migration { return migration }
             let task = Task { try await self.migrate() }
             migration = task
@@ -54,11 +76,11 @@ extension PostgresFeed {
             } onCancel: {
                 answer.give(.failure(CancellationError()))
             }
-            isMigrated.store(true, ordering: .releasing)
+            schema.isMigrated.store(true, ordering: .releasing)
         } catch let error as CancellationError {
             throw error
         } catch {
-            migration.withLock { if $0 == task { $0 = nil } }
+            schema.migration.withLock { if $0 == task { $0 = nil } }
             throw error
         }
     }

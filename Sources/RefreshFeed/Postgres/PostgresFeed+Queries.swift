@@ -5,7 +5,7 @@ extension PostgresFeed {
         try await page(
             limit: limit,
             """
-            SELECT * FROM item WHERE (published, id) > (\(cursor.published.milliseconds), \(cursor.id))
+            SELECT * FROM item WHERE feed = h.feed AND (published, id) > (\(cursor.published.milliseconds), \(cursor.id))
             ORDER BY published DESC, id DESC LIMIT \(limit + 1)
             """)
     }
@@ -14,7 +14,7 @@ extension PostgresFeed {
         try await page(
             limit: limit,
             """
-            SELECT * FROM item WHERE position > \(position) ORDER BY published DESC, id DESC LIMIT \(limit + 1)
+            SELECT * FROM item WHERE feed = h.feed AND position > \(position) ORDER BY published DESC, id DESC LIMIT \(limit + 1)
             """)
     }
 
@@ -24,14 +24,14 @@ extension PostgresFeed {
             return try await page(
                 limit: limit,
                 """
-                SELECT * FROM item WHERE (published, id) < (\(cursor.published.milliseconds), \(cursor.id)) AND position <= \(through)
+                SELECT * FROM item WHERE feed = h.feed AND (published, id) < (\(cursor.published.milliseconds), \(cursor.id)) AND position <= \(through)
                 ORDER BY published DESC, id DESC LIMIT \(limit + 1)
                 """)
         }
         return try await page(
             limit: limit,
             """
-            SELECT * FROM item WHERE position <= \(through) ORDER BY published DESC, id DESC LIMIT \(limit + 1)
+            SELECT * FROM item WHERE feed = h.feed AND position <= \(through) ORDER BY published DESC, id DESC LIMIT \(limit + 1)
             """)
     }
 
@@ -46,13 +46,27 @@ extension PostgresFeed {
         let rows = try await client.query(
             """
             SELECT position, id, title, summary, link, author, published FROM item
-            WHERE position = (SELECT position FROM feed_head)
+            WHERE feed = \(name.rawValue) AND position = (SELECT position FROM feed_head WHERE feed = \(name.rawValue))
             """, logger: logger)
         for try await row in rows.decode(ItemRow.self) {
             guard let item = Self.item(row) else { return nil }
             return FeedHead(position: row.0, item: item)
         }
         return nil
+    }
+
+    /// The heads of `feeds` in one query; a feed with no row is missing (its head is 0).
+    func heads(of feeds: [FeedName]) async throws -> [FeedName: FeedPosition] {
+        try await answered("reading the heads") { _ in
+            try await self.migrated()
+            let names = feeds.map(\.rawValue)
+            let rows = try await self.client.query("SELECT feed, position FROM feed_head WHERE feed = ANY(\(names))", logger: self.logger)
+            var heads: [FeedName: FeedPosition] = [:]
+            for try await (feed, position) in rows.decode((String, Int64).self) {
+                if let name = FeedName(feed) { heads[name] = position }
+            }
+            return heads
+        }
     }
 
     public func publish(_ items: [FeedItem]) async throws -> [FeedItem] {
@@ -68,7 +82,8 @@ extension PostgresFeed {
     public func position(of id: String) async throws -> FeedPosition? {
         try await answered("reading an item's position") { _ in
             try await self.migrated()
-            let rows = try await self.client.query("SELECT position FROM item WHERE id = \(id)", logger: self.logger)
+            let rows = try await self.client.query(
+                "SELECT position FROM item WHERE feed = \(self.name.rawValue) AND id = \(id)", logger: self.logger)
             for try await position in rows.decode(Int64.self) { return position }
             return nil
         }
@@ -78,7 +93,7 @@ extension PostgresFeed {
         try await migrated()
         let rows = try await client.query(
             """
-            SELECT position, id, title, summary, link, author, published FROM item WHERE id = \(id)
+            SELECT position, id, title, summary, link, author, published FROM item WHERE feed = \(name.rawValue) AND id = \(id)
             """, logger: logger)
         for try await row in rows.decode(ItemRow.self) { return Self.item(row) }
         return nil
@@ -88,8 +103,9 @@ extension PostgresFeed {
     /// `nil` where a head row has no item.
     private typealias ItemRow = (Int64, String?, String?, String?, String?, String?, Int64?)
 
-    /// Runs `query` (a `SELECT * FROM item …` of at most `limit + 1` rows) joined to the head
-    /// in one statement, so the page and its head come from one snapshot.
+    /// Runs `query` (a `SELECT * FROM item WHERE feed = h.feed …` of at most `limit + 1` rows)
+    /// joined to the feed's head row `h` in one statement, so the page and its head come from
+    /// one snapshot. A feed with no head row has no items: no row, an empty page at head 0.
     private func page(limit: Int, _ query: PostgresQuery) async throws -> FeedPage {
         try await answered("reading items") { _ in try await self.readPage(limit: limit, query) }
     }
@@ -98,8 +114,10 @@ extension PostgresFeed {
         try await migrated()
         var sql = "SELECT h.position, i.id, i.title, i.summary, i.link, i.author, i.published FROM feed_head h LEFT JOIN LATERAL ("
         sql += query.sql
-        sql += ") i ON true ORDER BY i.published DESC, i.id DESC"
-        let joined = PostgresQuery(unsafeSQL: sql, binds: query.binds)
+        var binds = query.binds
+        binds.append(name.rawValue, context: .default)
+        sql += ") i ON true WHERE h.feed = $\(binds.count) ORDER BY i.published DESC, i.id DESC"
+        let joined = PostgresQuery(unsafeSQL: sql, binds: binds)
         var head: FeedPosition = 0
         var items: [FeedItem] = []
         for try await row in try await client.query(joined, logger: logger).decode(ItemRow.self) {

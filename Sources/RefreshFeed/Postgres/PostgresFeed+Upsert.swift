@@ -20,8 +20,8 @@ extension PostgresFeed {
         }
     }
 
-    /// New ids take the next positions in feed order while the head row is locked; the
-    /// commit notifies every instance of the new head.
+    /// New ids take the next positions in feed order while the feed's head row is locked (made
+    /// by the feed's first write); the commit notifies every instance of the feed's new head.
     ///
     /// When the connection drops after `COMMIT` was sent, the answer is what PostgreSQL says
     /// became of the transaction (``UncertainCommit``), not a guess either way.
@@ -39,15 +39,22 @@ extension PostgresFeed {
                     PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = '\(Self.operationDeadline.components.seconds)s'"), logger: logger)
                 var head: FeedPosition = 0
                 var commit: UncertainCommit?
+                // An upsert that changes nothing locks the row as `FOR UPDATE` would, and creates it
+                // at 0 for a feed's first write; a second first writer waits for the first's commit.
                 let locked = try await connection.query(
-                    "SELECT position, txid_current(), pg_backend_pid() FROM feed_head FOR UPDATE", logger: logger)
+                    """
+                    INSERT INTO feed_head AS h (feed, position) VALUES (\(name.rawValue), 0)
+                    ON CONFLICT (feed) DO UPDATE SET position = h.position
+                    RETURNING position, txid_current(), pg_backend_pid()
+                    """, logger: logger)
                 for try await (position, transaction, backend) in locked.decode((Int64, Int64, Int32).self) {
                     head = position
                     commit = UncertainCommit(transaction: transaction, backend: backend)
                 }
                 try attempt.mayGoOn()
                 var existing = Set<ItemKey>()
-                for try await id in try await connection.query("SELECT id FROM item WHERE id = ANY(\(ids))", logger: logger).decode(String.self) {
+                let found = try await connection.query("SELECT id FROM item WHERE feed = \(name.rawValue) AND id = ANY(\(ids))", logger: logger)
+                for try await id in found.decode(String.self) {
                     existing.insert(ItemKey(id))
                 }
                 var added = 0
@@ -58,21 +65,22 @@ extension PostgresFeed {
                         try await connection.query(
                             """
                             UPDATE item SET title = \(item.title), summary = \(item.summary), link = \(item.link),
-                            author = \(item.author), published = \(published) WHERE id = \(item.id)
+                            author = \(item.author), published = \(published) WHERE feed = \(name.rawValue) AND id = \(item.id)
                             """, logger: logger)
                     } else {
                         head += 1
                         added += 1
                         try await connection.query(
                             """
-                            INSERT INTO item (id, title, summary, link, author, published, position)
-                            VALUES (\(item.id), \(item.title), \(item.summary), \(item.link), \(item.author), \(published), \(head))
+                            INSERT INTO item (feed, id, title, summary, link, author, published, position)
+                            VALUES (\(name.rawValue), \(item.id), \(item.title), \(item.summary), \(item.link), \(item.author), \(published), \(head))
                             """, logger: logger)
                     }
                 }
                 if added > 0 {
-                    try await connection.query("UPDATE feed_head SET position = \(head)", logger: logger)
-                    try await connection.query("SELECT pg_notify(\(Self.notificationChannel), \(String(head)))", logger: logger)
+                    try await connection.query("UPDATE feed_head SET position = \(head) WHERE feed = \(name.rawValue)", logger: logger)
+                    let notice = HeadNotice(feed: name, head: head).payload
+                    try await connection.query("SELECT pg_notify(\(Self.notificationChannel), \(notice))", logger: logger)
                 }
                 try attempt.commit()
                 sent = commit.map { ($0, added) }

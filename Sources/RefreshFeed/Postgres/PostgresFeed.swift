@@ -2,32 +2,43 @@ import Logging
 import PostgresNIO
 import Synchronization
 
-/// The feed in PostgreSQL, shared by every instance of the server: the same items, feed
-/// positions and upstream state, whichever instance wrote them.
+/// The feeds in PostgreSQL, shared by every instance of the server: the same items, feed
+/// positions and upstream state, whichever instance wrote them. The instance `init` makes is
+/// the feed `main`; ``feed(_:)`` gives the others, sharing its connection pool.
 ///
 /// Positions are visible in order across instances because a writer that adds items first
-/// locks the one row holding the head (`SELECT … FOR UPDATE`) and keeps it until it commits:
-/// writers take positions one after another, and each commits before the next can read the
-/// head. A sequence alone would not do, as transactions commit out of sequence order. The
-/// commit also `NOTIFY`s the new head on ``notificationChannel``; ``HeadListener`` turns
-/// that into news on every instance.
+/// locks its feed's row of `feed_head` (taking it, for a feed's first write) and keeps it
+/// until it commits: a feed's writers take positions one after another, and each commits
+/// before the next can read the head. Writers to different feeds lock different rows and do
+/// not wait for each other. A sequence alone would not do, as transactions commit out of
+/// sequence order. The commit also `NOTIFY`s the feed and its new head on
+/// ``notificationChannel``; ``HeadListener`` turns that into news on every instance.
 ///
 /// The client's connection pool runs as a service of the server (``Runner``); every call
 /// first waits for the schema to be migrated, which is retried until PostgreSQL answers.
 /// The rest of it, by concern: the runner, the migrations, the reads, the upsert and the
 /// deadline every operation runs under, each in a file of this folder.
-public final class PostgresFeed: FeedSource, Sendable {
-    /// The channel every commit that moves the head notifies, with the head as payload.
+public final class PostgresFeed: FeedSource, FeedStore, Sendable {
+    /// The channel every commit that moves a head notifies, with ``HeadNotice`` as payload.
     static let notificationChannel = "ptr_feed_head"
+
+    /// The feed's name within the database.
+    public let name: FeedName
 
     let client: PostgresClient
     /// For a connection outside the pool, to learn the fate of a commit (``UncertainCommit``).
     let direct: PostgresConnection.Configuration
     let upstreams: UpstreamSet?
     let logger: Logger
-    let migration = Mutex<Task<Void, any Error>?>(nil)
-    /// Set once the schema is known to be up to date, so calls after that go straight on.
-    let isMigrated = Atomic<Bool>(false)
+    /// Shared by every feed of the store, so the schema is migrated once.
+    let schema: Schema
+
+    /// Whether the schema is up to date, for every view of one store.
+    final class Schema: Sendable {
+        let migration = Mutex<Task<Void, any Error>?>(nil)
+        /// Set once the schema is known to be up to date, so calls after that go straight on.
+        let isMigrated = Atomic<Bool>(false)
+    }
 
     /// - Parameters:
     ///   - url: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`, optionally `?sslmode=disable|prefer|require`.
@@ -51,6 +62,27 @@ public final class PostgresFeed: FeedSource, Sendable {
         self.direct = direct
         self.upstreams = upstreams
         self.logger = logger
+        name = .main
+        schema = Schema()
+    }
+
+    private init(sharing store: PostgresFeed, name: FeedName) {
+        client = store.client
+        direct = store.direct
+        // Upstreams feed `main` only.
+        upstreams = nil
+        logger = store.logger
+        schema = store.schema
+        self.name = name
+    }
+
+    public func feed(_ name: FeedName) -> any FeedSource {
+        view(name)
+    }
+
+    /// The feed `name`, as its concrete type (the listener's reads).
+    func view(_ name: FeedName) -> PostgresFeed {
+        name == self.name ? self : PostgresFeed(sharing: self, name: name)
     }
 
     public var isEmpty: Bool {

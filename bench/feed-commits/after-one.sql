@@ -1,0 +1,7 @@
+BEGIN;
+INSERT INTO feed_head AS h (feed, position) VALUES ('main', 0) ON CONFLICT (feed) DO UPDATE SET position = h.position RETURNING position + 1 AS next, txid_current(), pg_backend_pid() \gset
+SELECT id FROM item WHERE feed = 'main' AND id = ANY(ARRAY['i' || :next]);
+INSERT INTO item (feed, id, title, published, position) VALUES ('main', 'i' || :next, 'title', :next, :next);
+UPDATE feed_head SET position = :next WHERE feed = 'main';
+SELECT pg_notify('ptr_feed_head', 'main' || ' ' || :next);
+COMMIT;
