@@ -285,6 +285,26 @@ import Testing
         // A stream between the two asks the log.
         #expect(replay.announced(after: 2) == nil)
     }
+
+    /// A loop that stalls while an action reports: its queued wake-up stops growing at the
+    /// bound, and its streams then read the log, which has every event.
+    @Test func aQueuedWakeUpCarriesABoundedNumberOfEvents() throws {
+        var log = EventLog(capacity: 512)
+        _ = log.addListener(QuietListener())
+        var queued: Announcement?
+        for index in 1...(Announcement.maxCarried + 10) {
+            log.append(.progress, data("\(index)"))
+            let news = try #require(log.takeAnnouncement()?.news)
+            queued = queued.map { $0.merged(with: news) } ?? news
+            #expect(queued!.events.count <= Announcement.maxCarried)
+        }
+        let last = try #require(queued)
+        #expect(last.through == UInt64(Announcement.maxCarried + 10))
+        // A stream still at the start is not handed the newest part alone: it asks the log.
+        #expect(ReplayCache(last).announced(after: 0) == nil)
+        guard case .events(let all) = log.events(after: 0) else { throw TestFailure("gap") }
+        #expect(all.count == Announcement.maxCarried + 10)
+    }
 }
 
 /// A stream that is open but never woken in the test.

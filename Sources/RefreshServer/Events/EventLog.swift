@@ -168,10 +168,17 @@ struct Announcement: Sendable {
         return kept
     }
 
+    /// The most events a queued wake-up carries. Joining is a copy under the loop's lock, so a
+    /// loop that stalls while an action appends progress (never dropped) would make each join
+    /// longer than the last; past this its streams read the log, which bounds itself.
+    static let maxCarried = 64
+
     /// This announcement and `other`, when they follow on from each other (in either order,
-    /// as two wake-ups fired from two threads may come); otherwise the one that reaches
-    /// further, and streams behind it ask the log.
+    /// as two wake-ups fired from two threads may come) and carry no more than
+    /// ``maxCarried`` events together; otherwise the one that reaches further, and streams
+    /// behind it ask the log.
     func merged(with other: Announcement) -> Announcement {
+        guard events.count + other.events.count <= Self.maxCarried else { return other.through > through ? other : self }
         if through == other.from {
             return Announcement(
                 from: from, through: other.through, events: Self.superseding(events + other.events),
