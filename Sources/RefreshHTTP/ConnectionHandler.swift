@@ -359,8 +359,8 @@ package final class ConnectionHandler<Application: HTTPApplication>: ChannelDupl
             if let batch {
                 for part in batch.parts { context.write(wrapOutboundOut(part), promise: nil) }
                 context.flush()
+                application.batchWritten(shared: &shared)
             }
-            application.batchWritten(shared: &shared)
             guard batch?.more == true else { return }
             wake = application.moreToWrite
             // The socket may have filled with this batch: then the stream waits for it.

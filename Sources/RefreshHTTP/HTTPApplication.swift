@@ -31,7 +31,7 @@ package protocol HTTPApplication: AnyObject, Sendable {
     func openStream(_ request: ConnectionRequest, parameter: String, waker: StreamWaker<Self>, channel: any Channel) -> StreamOpening<Stream>
     /// The next bytes an open stream has to write after `wake`, if any.
     func nextBatch(of stream: inout Stream, after wake: Wake, shared: inout Shared) throws -> StreamBatch?
-    /// A batch of the stream went to the socket.
+    /// A batch of the stream went to the socket (not called for a wake-up that wrote nothing).
     func batchWritten(shared: inout Shared)
     /// What a stream is woken with when the socket drains, or a batch said more follows.
     var moreToWrite: Wake { get }

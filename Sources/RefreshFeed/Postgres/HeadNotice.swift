@@ -3,7 +3,9 @@
 /// without a read, and reads only the feed named.
 ///
 /// An instance of an older version, which expects the head alone, cannot parse this and so
-/// reads its head anyway: a mixed cluster during a rolling update loses no news.
+/// reads its head anyway, so it loses no news. It must not write, though: its statements
+/// know one head row and no feed column, and would write across feeds. The schema's feeds
+/// migration therefore takes a stop of every older instance (README, "Upgrading").
 struct HeadNotice: Equatable, Sendable {
     let feed: FeedName
     let head: FeedPosition

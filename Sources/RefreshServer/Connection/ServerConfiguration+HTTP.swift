@@ -24,17 +24,3 @@ extension RequestPolicy {
         self.init(configuration.http)
     }
 }
-
-extension RequestAdmission {
-    /// Admission over the server's own route table.
-    init(limits: ConnectionLimits, policy: RequestPolicy) {
-        self.init(limits: limits, policy: policy, routing: RouteTable.routing)
-    }
-}
-
-extension ConnectionStateMachine {
-    /// A machine over the server's own route table.
-    init(limits: Limits, policy: RequestPolicy = RequestPolicy(ServerConfiguration())) {
-        self.init(limits: limits, policy: policy, routing: RouteTable.routing)
-    }
-}
