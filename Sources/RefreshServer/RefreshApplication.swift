@@ -29,17 +29,21 @@ public enum RefreshApplication {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> ServiceGroup {
         try configuration.validate()
-        let news = NewsHub(metrics: metrics)
         let store: Store =
             if let postgres = feed as? PostgresFeed {
-                shared(postgres, seed: nil, configuration, news: news, logger: logger)
+                shared(postgres, seed: nil, logger: logger)
             } else if let feed {
-                Store(feed: feed, services: [], listener: nil)
+                Store(feed: feed, services: [])
             } else {
-                try defaultStore(configuration, news: news, logger: logger)
+                try defaultStore(configuration, metrics: metrics, logger: logger)
             }
-        let parts = ServerParts(
-            feed: MeteredFeed(store.feed, metrics: metrics), configuration: configuration, news: news, metrics: metrics, logger: logger)
+        let parts = ServerParts(feed: store.feed, configuration: configuration, metrics: metrics, logger: logger)
+        // With PostgreSQL, other instances' commits reach the feeds with sessions here.
+        let listener = (store.feed as? PostgresFeed).map { postgres in
+            HeadListener(
+                feed: postgres, news: parts.feeds, pollInterval: configuration.headPollInterval, logger: logger,
+                onReconnect: { metrics.notificationReconnected() })
+        }
         let proxies = try configuration.validatedTrustedProxies()
         if !FileManager.default.fileExists(atPath: configuration.publicDirectory) {
             // Only the default can be missing here (`validate` refuses any other): a server of
@@ -50,7 +54,7 @@ public enum RefreshApplication {
         }
         let files = try StaticFiles(directory: configuration.publicDirectory)
         var notificationsUp: (@Sendable () -> Bool)?
-        if let listener = store.listener { notificationsUp = { listener.isListening } }
+        if let listener { notificationsUp = { listener.isListening } }
         let routes = parts.application(proxies: proxies, router: parts.router(files: files, notificationsUp: notificationsUp))
         let ownGroup = configuration.eventLoops.map { MultiThreadedEventLoopGroup(numberOfThreads: $0) }
         let group: any EventLoopGroup = ownGroup ?? MultiThreadedEventLoopGroup.singleton
@@ -59,50 +63,46 @@ public enum RefreshApplication {
                 host: configuration.host, port: configuration.port, group: group, maxHeadBytes: configuration.maxHeadBytes,
                 steerByClient: configuration.steerByClient, logger: logger, makeHandler: { ConnectionHandler(application: routes) },
                 onServerRunning: onServerRunning))
-        let maintenance = SessionMaintenance(
-            sessions: parts.sessions, news: news, feed: parts.feed, keepaliveInterval: configuration.keepaliveInterval)
+        let maintenance = SessionMaintenance(sessions: parts.sessions, feeds: parts.feeds, keepaliveInterval: configuration.keepaliveInterval)
         let groupCloser: [any Service] = ownGroup.map { [EventLoopGroupCloser(group: $0)] } ?? []
-        return ServiceGroup(configuration: .init(services: groupCloser + store.services + [maintenance, server], logger: logger))
+        return ServiceGroup(
+            configuration: .init(services: groupCloser + store.services + (listener.map { [$0] } ?? []) + [maintenance, server], logger: logger))
     }
 
-    /// The feed and what must run beside it.
+    /// The feed store and what must run beside it.
     struct Store {
         var feed: any FeedSource
         var services: [any Service]
-        /// With PostgreSQL: the connection that brings other instances' news.
-        var listener: HeadListener?
     }
 
-    /// A PostgreSQL feed runs its connection pool and its listener beside the server.
-    static func shared(_ feed: PostgresFeed, seed: [FeedItem]?, _ configuration: ServerConfiguration, news: NewsHub, logger: Logger) -> Store {
-        let listener = HeadListener(
-            feed: feed, news: news, pollInterval: configuration.headPollInterval, logger: logger,
-            onReconnect: { [metrics = news.metrics] in metrics.notificationReconnected() })
-        return Store(feed: feed, services: [PostgresFeed.Runner(feed: feed, seed: seed, logger: logger), listener], listener: listener)
+    /// A PostgreSQL store runs its connection pool beside the server (and the server its
+    /// listener, which tells the feeds with sessions).
+    static func shared(_ feed: PostgresFeed, seed: [FeedItem]?, logger: Logger) -> Store {
+        Store(feed: feed, services: [PostgresFeed.Runner(feed: feed, seed: seed, logger: logger)])
     }
 
-    static func defaultStore(_ configuration: ServerConfiguration, news: NewsHub, logger: Logger) throws -> Store {
+    static func defaultStore(_ configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger) throws -> Store {
         do {
-            return try openStore(configuration, news: news, logger: logger)
+            return try openStore(configuration, metrics: metrics, logger: logger)
         } catch let error as DatabaseLocationError {
             throw ConfigurationError(error)
         }
     }
 
-    private static func openStore(_ configuration: ServerConfiguration, news: NewsHub, logger: Logger) throws -> Store {
+    private static func openStore(_ configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger) throws -> Store {
         let upstreams =
             try configuration.feeds.isEmpty
             ? nil
-            : UpstreamSet(urls: configuration.feeds, maxBytes: configuration.maxFeedBytes, timeout: configuration.feedTimeout, metrics: news.metrics)
+            : UpstreamSet(urls: configuration.feeds, maxBytes: configuration.maxFeedBytes, timeout: configuration.feedTimeout, metrics: metrics)
         let seed = configuration.demo ?? configuration.feeds.isEmpty
         if PostgresLocation.isPostgresURL(configuration.database) {
             let feed = try PostgresFeed(url: configuration.database, upstreams: upstreams, logger: logger)
-            return shared(feed, seed: seed ? DemoItems.make() : nil, configuration, news: news, logger: logger)
+            return shared(feed, seed: seed ? DemoItems.make() : nil, logger: logger)
         }
         let store = try SQLiteLocation.open(configuration.database, upstreams: upstreams)
         if seed, try store.isEmpty {
             try store.seed(DemoItems.make())
         }
-        return Store(feed: store, services: [], listener: nil)
+        return Store(feed: store, services: [])
     }
 }

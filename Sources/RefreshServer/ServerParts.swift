@@ -3,32 +3,28 @@ import Logging
 import RefreshFeed
 import RefreshHTTP
 
-/// The server's parts over any feed, wired in one place: the action runner and the session
-/// store over the feed and the news hub, the router with every route's handler, and the
+/// The server's parts over any store, wired in one place: the feeds with sessions (each with
+/// its news and action runner), the session store over them, the router with every route's handler, and the
 /// connection's application. The app, the tests and the fuzzer all build the server through
 /// it, so a change to how one part is made is made here once.
 struct ServerParts {
+    /// The feed `main`, for `/readyz`.
     let feed: any FeedSource
-    let news: NewsHub
+    let feeds: FeedRegistry
     let sessions: SessionStore
     let streams: StreamGate
     let configuration: ServerConfiguration
     let metrics: ServerMetrics
     let logger: Logger
 
-    /// `news`: a hub made before the parts, when something else (a PostgreSQL listener)
-    /// reports to it too; otherwise one of their own.
+    /// `feed`: a ``FeedStore`` serves every feed; another source is the feed `main` alone.
     init(
-        feed: any FeedSource, configuration: ServerConfiguration, news: NewsHub? = nil, metrics: ServerMetrics = ServerMetrics(),
+        feed: any FeedSource, configuration: ServerConfiguration, metrics: ServerMetrics = ServerMetrics(),
         logger: Logger = Logger(label: "refresh-server")
     ) {
-        let news = news ?? NewsHub(metrics: metrics)
-        self.feed = feed
-        self.news = news
-        let actions = ActionRunner(feed: feed, news: news, configuration: configuration, metrics: metrics)
-        sessions = SessionStore(
-            services: Session.Services(actions: actions, news: news, feed: feed, pageSize: configuration.pageSize, metrics: metrics),
-            limits: configuration)
+        feeds = FeedRegistry(feed: feed, configuration: configuration, metrics: metrics)
+        self.feed = feeds.main
+        sessions = SessionStore(feeds: feeds, limits: configuration)
         streams = StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient)
         self.configuration = configuration
         self.metrics = metrics
@@ -42,10 +38,10 @@ struct ServerParts {
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: ErrorMiddleware())
         let handlers = RouteTable.Handlers(
-            sessions: SessionRoutes(sessions: sessions, feed: feed, streams: streams, configuration: configuration),
-            items: ItemRoutes(feed: feed, news: news, configuration: configuration),
+            sessions: SessionRoutes(sessions: sessions, feeds: feeds, streams: streams, configuration: configuration),
+            items: ItemRoutes(feeds: feeds, configuration: configuration),
             health: HealthRoutes(feed: feed, notificationsUp: notificationsUp, deadline: .seconds(2)),
-            metrics: MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams))
+            metrics: MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams, feeds: feeds))
         RouteTable.register(on: router, handlers: handlers) { request, _ in
             guard let response = try files.response(path: request.uri.path, request: request) else {
                 throw APIError(.notFound, "not_found", "Nothing at \(request.uri.path).")

@@ -96,15 +96,15 @@ func temporaryDatabase() -> String {
         let path = temporaryDatabase()
         var configuration = ServerConfiguration()
         configuration.database = path
-        let first = try RefreshApplication.defaultStore(configuration, news: NewsHub(), logger: logger).feed
+        let first = try RefreshApplication.defaultStore(configuration, metrics: ServerMetrics(), logger: logger).feed
         let seeded = try await first.older(than: nil, limit: 1000).items.count
         #expect(seeded == DemoItems.make().count)
         _ = try await first.publish([FeedItem(id: "mine", title: "mine", published: .now())])
-        let second = try RefreshApplication.defaultStore(configuration, news: NewsHub(), logger: logger).feed
+        let second = try RefreshApplication.defaultStore(configuration, metrics: ServerMetrics(), logger: logger).feed
         #expect(try await second.older(than: nil, limit: 1000).items.count == seeded + 1)
         configuration.database = ":memory:"
         configuration.feeds = ["http://127.0.0.1:9/feed"]
-        let upstreamOnly = try RefreshApplication.defaultStore(configuration, news: NewsHub(), logger: logger).feed
+        let upstreamOnly = try RefreshApplication.defaultStore(configuration, metrics: ServerMetrics(), logger: logger).feed
         #expect(try await upstreamOnly.head() == nil, "no demo when upstream feeds are given")
     }
 }

@@ -89,7 +89,7 @@ import Testing
                             id: "w\(writer)-\(index)", title: "Item \(index)",
                             published: Timestamp(milliseconds: 1_800_000_000_000 + Int64.random(in: 0...10_000_000)))
                         _ = try await feed.publish([item])
-                        await parts.news.catchUp(with: feed)
+                        await parts.feeds.news(of: .main)?.catchUp()
                         ids.append(item.id)
                     }
                     return ids
@@ -100,7 +100,7 @@ import Testing
                     var page = Page(session: session)
                     try await page.wait(for: try session.requestLoadMore(now: .now))
                     var round = 0
-                    while store.count > 0, parts.news.position < FeedPosition(publishes) {
+                    while store.count > 0, parts.feeds.news(of: .main)?.position ?? 0 < FeedPosition(publishes) {
                         try await page.wait(for: session.requestRefresh(now: .now))
                         // Paging down must not bring what came on top.
                         round += 1

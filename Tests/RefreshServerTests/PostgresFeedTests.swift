@@ -175,10 +175,12 @@ struct PostgresFeedTests {
 
     // MARK: - Helpers
 
-    private func listening(url: String, poll: Duration) throws -> (PostgresFeed, NewsHub, HeadListener) {
+    /// A listener for a server with a session on `main`, and that feed's news.
+    private func listening(url: String, poll: Duration) throws -> (PostgresFeed, FeedNews, HeadListener) {
         let feed = try TestPostgres.feed(url: url)
-        let news = NewsHub()
-        return (feed, news, HeadListener(feed: feed, news: news, pollInterval: poll, logger: TestPostgres.logger))
+        let feeds = FeedRegistry(feed: feed, configuration: ServerConfiguration(), metrics: ServerMetrics())
+        let news = try feeds.join(.main).news
+        return (feed, news, HeadListener(feed: feed, news: feeds, pollInterval: poll, logger: TestPostgres.logger))
     }
 
     private func terminateListeners(_ feed: PostgresFeed) async throws -> Int {

@@ -87,7 +87,7 @@ final class SQLiteLockHolder {
             configuration.database = path
             configuration.demo = false
             let error = #expect(throws: ConfigurationError.self, "\(path)") {
-                _ = try RefreshApplication.defaultStore(configuration, news: NewsHub(), logger: Logger(label: "test"))
+                _ = try RefreshApplication.defaultStore(configuration, metrics: ServerMetrics(), logger: Logger(label: "test"))
             }
             #expect(error?.setting == "database")
             #expect(error?.description.hasPrefix("database \(path): ") == true, "\(String(describing: error))")

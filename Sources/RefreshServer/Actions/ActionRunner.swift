@@ -30,20 +30,20 @@ enum ActionReport: Sendable {
     case finished(ActionEnd)
 }
 
-/// Runs the refreshes and load-mores sessions start, against the feed. It knows nothing of
+/// Runs the refreshes and load-mores the sessions of one feed start, against that feed. It knows nothing of
 /// sessions: it reads the feed for the window it is given and reports through a closure.
 struct ActionRunner: Sendable {
     typealias Report = @Sendable (ActionReport) -> Void
 
     let feed: any FeedSource
-    let news: NewsHub
+    let news: FeedNews
     let sharedUpdate: SharedUpdate
     let pageSize: Int
     let timeout: Duration
     let minimumDuration: Duration
     let metrics: ServerMetrics
 
-    init(feed: any FeedSource, news: NewsHub, configuration: ServerConfiguration, metrics: ServerMetrics) {
+    init(feed: any FeedSource, news: FeedNews, configuration: ServerConfiguration, metrics: ServerMetrics) {
         self.feed = feed
         self.news = news
         self.metrics = metrics
@@ -105,11 +105,11 @@ struct ActionRunner: Sendable {
             }
         } catch {
             // An update that failed half-way may still have stored items.
-            await news.catchUp(with: feed)
+            await news.catchUp()
             throw error
         }
         // Every open page hears of what the update stored, not only this one.
-        await news.catchUp(with: feed)
+        await news.catchUp()
         try Task.checkCancellation()
         report(.progress(fraction: 0.95, stage: "collecting", message: "Collecting new items…"))
         var result: ActionResult

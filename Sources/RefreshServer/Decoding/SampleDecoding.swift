@@ -62,6 +62,8 @@ enum SampleDecoding {
 /// The body of `POST /api/sessions`, as the API defines it: every member optional, none
 /// other accepted.
 struct SessionRequest: Decodable {
+    /// The feed's name as sent; ``feedName()`` checks it.
+    var feed: String?
     var preset: Preset?
     var config: RefreshConfig.Overrides?
     var resume: ResumeDecoding.Input?
@@ -72,6 +74,12 @@ struct SessionRequest: Decodable {
     /// An empty body is `{}`.
     static func decode(_ body: JSONValue?) throws(APIError) -> SessionRequest {
         try JSONValueDecoder<APIError>().decode(SessionRequest.self, from: body ?? .object([:]))
+    }
+
+    /// The feed the session reads; `main` when none is named.
+    func feedName() throws(APIError) -> FeedName {
+        guard let feed else { return .main }
+        return try FeedName.decoded(feed, field: "feed")
     }
 }
 

@@ -40,6 +40,7 @@ public final class ServerMetrics: Sendable {
     // MARK: Sessions, samples, streams
 
     private let sessions: Meter
+    private let feedsActive: Meter
     private let openStreams: Meter
     private let samplesApplied: CoreMetrics.Counter
     private let samplesIgnored: CoreMetrics.Counter
@@ -95,6 +96,7 @@ public final class ServerMetrics: Sendable {
             "streams_shed", "Event streams told to come back later (200, retry:, closed) because the server or the client had too many.", [])
 
         sessions = gauge("sessions", "Live sessions.")
+        feedsActive = gauge("feeds_active", "Feeds with at least one live session on this instance.")
         openStreams = gauge("open_streams", "Open event streams.")
         samplesApplied = counter("samples_applied", "Samples the gesture engine took.", [])
         samplesIgnored = counter("samples_ignored", "Samples ignored for an old seq (a retry or a reordered request).", [])
@@ -309,8 +311,9 @@ public final class ServerMetrics: Sendable {
     // MARK: - Scrape
 
     /// The text exposition (format 0.0.4), with the gauges read now.
-    func exposition(sessions: Int, openStreams: Int) -> ByteBuffer {
+    func exposition(sessions: Int, openStreams: Int, feedsActive: Int) -> ByteBuffer {
         self.sessions.set(sessions)
+        self.feedsActive.set(feedsActive)
         self.openStreams.set(openStreams)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(16 * 1024)

@@ -2,17 +2,38 @@ import Hummingbird
 import RefreshFeed
 import RefreshHTTP
 
-/// `/api/items`: read the feed page by page, publish to it.
+/// `/api/feeds/{feed}/items` (and `/api/items`, the feed `main`): read a feed page by page,
+/// publish to it; `/api/feeds/{feed}`: its name and head.
 struct ItemRoutes: Sendable {
     typealias Context = ServerRequestContext
 
-    let feed: any FeedSource
-    let news: NewsHub
+    let feeds: FeedRegistry
     let configuration: ServerConfiguration
 
     static var maxLimit: Int { 200 }
 
+    /// The parameter that names a feed in the patterns that have one.
+    static let feedParameter = "feed"
+
+    /// The feed the path names; `main` for a path without one.
+    private func name(_ context: Context) throws(APIError) -> FeedName {
+        guard let text = context.parameters.get(Self.feedParameter) else { return .main }
+        return try FeedName.decoded(text, field: "The feed's name")
+    }
+
+    @Sendable func show(_ request: Request, context: Context) async throws -> Response {
+        let name = try name(context)
+        let head = try await feeds.view(name).head()
+        return JSONResponse.make(.ok, request: request) { json in
+            json.beginObject()
+            json.field("name", name.rawValue)
+            json.field("head", Int(head?.position ?? 0))
+            json.endObject()
+        }
+    }
+
     @Sendable func list(_ request: Request, context: Context) async throws -> Response {
+        let feed = try feeds.view(name(context))
         let query = request.uri.queryParameters
         var limit = configuration.pageSize
         if let text = query["limit"] {
@@ -22,8 +43,8 @@ struct ItemRoutes: Sendable {
             guard value <= Self.maxLimit else { throw APIError.outOfRange("limit must be at most \(Self.maxLimit).") }
             limit = value
         }
-        let before = try await cursor(query["before"].map(String.init), name: "before")
-        let after = try await cursor(query["after"].map(String.init), name: "after")
+        let before = try await cursor(query["before"].map(String.init), name: "before", in: feed)
+        let after = try await cursor(query["after"].map(String.init), name: "after", in: feed)
         guard before == nil || after == nil else { throw APIError.invalid("before", "cannot be combined with after") }
         let page = if let after { try await feed.newer(than: after, limit: limit) } else { try await feed.older(than: before, limit: limit) }
         return JSONResponse.make(.ok, request: request) { json in
@@ -35,7 +56,7 @@ struct ItemRoutes: Sendable {
         }
     }
 
-    private func cursor(_ id: String?, name: String) async throws -> FeedCursor? {
+    private func cursor(_ id: String?, name: String, in feed: any FeedSource) async throws -> FeedCursor? {
         guard let id, !id.isEmpty else { return nil }
         if let violation = ItemRules.violation(of: id, as: .id), violation == .containsNUL { throw APIError.invalid(name, violation.reason) }
         guard let item = try await feed.item(id: id) else {
@@ -46,6 +67,8 @@ struct ItemRoutes: Sendable {
 
     @Sendable func publish(_ request: Request, context: Context) async throws -> Response {
         try authorize(request, client: context.client)
+        let name = try name(context)
+        let feed = try feeds.view(name)
         guard let body = try await RequestBodyReader.json(request, limit: configuration.maxBodyBytes) else {
             throw APIError.malformedJSON("the body is empty")
         }
@@ -56,7 +79,8 @@ struct ItemRoutes: Sendable {
         } catch let error as FeedStoreUnavailable {
             return unavailable(error, items: items, request: request, context: context)
         }
-        await news.catchUp(with: feed)
+        // The feed's sessions here hear of it; with none, there is nobody to tell.
+        await feeds.news(of: name)?.catchUp()
         return JSONResponse.make(.created, request: request) { json in
             json.beginObject()
             json.key("items")

@@ -10,7 +10,8 @@ struct SessionRoutes: Sendable {
     typealias Context = ServerRequestContext
 
     let sessions: SessionStore
-    let feed: any FeedSource
+    /// The session's feed, for its first page and a resumed list.
+    let feeds: FeedRegistry
     /// Asked whether the new session's page could open its stream now.
     let streams: StreamGate
     let configuration: ServerConfiguration
@@ -23,13 +24,19 @@ struct SessionRoutes: Sendable {
         let body = try await RequestBodyReader.json(request, limit: configuration.maxBodyBytes, allowEmpty: true)
         let config = try ConfigDecoding.decode(body)
         let resume = try ResumeDecoding.decode(body)
-        let wantsFirstPage = try SessionRequest.decode(body).firstPage == true
+        let sessionRequest = try SessionRequest.decode(body)
+        let wantsFirstPage = sessionRequest.firstPage == true
+        let name = try sessionRequest.feedName()
         // Within the limits first: a client refused a session makes no store reads.
-        let session = try sessions.create(config: config, client: context.client)
+        let session = try sessions.create(config: config, feed: name, client: context.client)
         var window: PageWindow?
         var firstPage: FeedPage?
         do {
-            if let resume { window = try await shownWindow(resume) }
+            let feed = try feeds.view(name)
+            if let resume {
+                await session.readHeadIfUnknown()
+                window = try await shownWindow(resume, in: feed)
+            }
             // A list that is not continued starts over, from the newest items: in the answer,
             // unless the server has no room for the page's stream now. Such a page shows
             // nothing it could not keep up to date, and a full server reads nothing for it;
@@ -48,6 +55,7 @@ struct SessionRoutes: Sendable {
         return JSONResponse.make(.created, request: request, headers: [.location: "/api/sessions/\(session.id)"]) { json in
             json.beginObject()
             json.field("id", session.id)
+            json.field("feed", name.rawValue)
             json.key("config")
             json.config(config)
             json.field("events", events)
@@ -70,7 +78,7 @@ struct SessionRoutes: Sendable {
     /// What a page that has seen the feed up to `resume.head`, down to the item
     /// `resume.oldest`, shows; `nil` when this feed cannot continue that list (it has no such
     /// item, or is behind that head): the page then starts afresh.
-    private func shownWindow(_ resume: ResumeDecoding.Resume) async throws -> PageWindow? {
+    private func shownWindow(_ resume: ResumeDecoding.Resume, in feed: any FeedSource) async throws -> PageWindow? {
         guard let item = try await feed.item(id: resume.oldest), let position = try await feed.position(of: resume.oldest),
             position <= resume.head, let current = try await feed.head(), resume.head <= current.position
         else { return nil }
@@ -86,6 +94,7 @@ struct SessionRoutes: Sendable {
         return JSONResponse.make(.ok, request: request) { json in
             json.beginObject()
             json.field("id", session.id)
+            json.field("feed", session.feed.rawValue)
             json.key("config")
             json.config(session.config)
             json.key("state")

@@ -16,13 +16,15 @@ public final class Session: Sendable, NewsListener {
     private let services: Services
     private let state: Mutex<State>
 
-    /// What a session works with, each given by its store when it is made: none is reached
-    /// through another.
+    /// What a session works with, each given by its store when it is made (those of its feed
+    /// shared with the feed's other sessions): none is reached through another.
     struct Services: Sendable {
+        /// The feed the session reads, for its whole life.
+        let name: FeedName
         /// Runs the session's refreshes and load-mores, reporting back through a closure.
         let actions: ActionRunner
         /// The feed's head, for `news` and live prepends; told which streams open and close.
-        let news: NewsHub
+        let news: FeedNews
         /// Where live mode reads the items the page does not show yet.
         let feed: any FeedSource
         /// Items per live read.
@@ -69,6 +71,9 @@ public final class Session: Sendable, NewsListener {
                 bucket: TokenBucket(rate: limits.maxSamplesPerSecond, now: now),
                 lastActive: now))
     }
+
+    /// The feed the session reads.
+    var feed: FeedName { services.name }
 
     // MARK: - Inputs from the API
 
@@ -199,6 +204,12 @@ public final class Session: Sendable, NewsListener {
 
     // MARK: - News
 
+    /// A feed that had no session here knows no head yet: reads it, so that a page resumed on
+    /// it is told at once what it missed, not at the next publish or poll.
+    func readHeadIfUnknown() async {
+        if services.news.head == nil { await services.news.catchUp() }
+    }
+
     /// The page already shows items, from a session it had elsewhere (its instance went away,
     /// or forgot it): this session takes them as shown and tells what the feed gained since,
     /// as `news`, or as items for a live page at rest.
@@ -256,7 +267,7 @@ public final class Session: Sendable, NewsListener {
     private func bringIn(after shown: FeedPosition, _ state: inout State) {
         state.live = .running(
             Task { [services] in
-                let read = await services.news.added(after: shown, in: services.feed, limit: services.pageSize)
+                let read = await services.news.added(after: shown, limit: services.pageSize)
                 self.broughtIn(read, after: shown)
             })
     }

@@ -2,13 +2,12 @@ import RefreshFeed
 import ServiceLifecycle
 
 /// Background upkeep of the sessions: keepalive comments on idle streams, the end of
-/// sessions nobody uses any more, and a look at the feed's head, in case an item came by a
+/// sessions nobody uses any more, and a look at the head of every feed with sessions, in case an item came by a
 /// path that did not say so (another process writing to the store). One loop for all
 /// sessions, instead of a timer per stream.
 struct SessionMaintenance: Service {
     let sessions: SessionStore
-    let news: NewsHub
-    let feed: any FeedSource
+    let feeds: FeedRegistry
     let keepaliveInterval: Duration
 
     func run() async throws {
@@ -18,7 +17,7 @@ struct SessionMaintenance: Service {
                     try await Task.sleep(for: keepaliveInterval)
                     sessions.tick()
                     sessions.expireIdle()
-                    await news.catchUp(with: feed)
+                    await feeds.catchUpAll()
                 }
             }
         } catch is CancellationError {

@@ -1,4 +1,5 @@
 import RefreshEngine
+import RefreshFeed
 import RefreshHTTP
 import Synchronization
 
@@ -18,20 +19,33 @@ public final class SessionStore: Sendable {
     }
 
     private let registry = Mutex(Registry())
-    private let services: Session.Services
+    /// Where a session gets what its feed's sessions share; told when it ends.
+    private let feeds: FeedRegistry
     private let limits: ServerConfiguration
 
-    init(services: Session.Services, limits: ServerConfiguration) {
-        self.services = services
+    init(feeds: FeedRegistry, limits: ServerConfiguration) {
+        self.feeds = feeds
         self.limits = limits
     }
 
     var count: Int { registry.withLock { $0.sessions.count } }
 
-    /// A new session for `client` (its address, see ``TrustedProxies``).
-    func create(config: RefreshConfig, client: String) throws(APIError) -> Session {
+    /// A new session of `feed` for `client` (its address, see ``TrustedProxies``).
+    func create(config: RefreshConfig, feed: FeedName = .main, client: String) throws(APIError) -> Session {
+        let services = try feeds.join(feed)
         let session = Session(
             id: Self.newID(instance: limits.instanceName), config: config, client: client, services: services, limits: limits, now: .now)
+        do {
+            try admit(session)
+        } catch {
+            feeds.leave(feed)
+            throw error
+        }
+        return session
+    }
+
+    private func admit(_ session: Session) throws(APIError) {
+        let client = session.client
         try registry.withLock { (registry) throws(APIError) in
             guard registry.sessions.count < limits.maxSessions else {
                 throw APIError(
@@ -49,7 +63,6 @@ public final class SessionStore: Sendable {
             registry.sessions[session.id] = session
             registry.perClient[client] = mine + 1
         }
-        return session
     }
 
     func session(_ id: String) throws(APIError) -> Session {
@@ -61,6 +74,7 @@ public final class SessionStore: Sendable {
     func end(_ id: String) -> Bool {
         guard let session = registry.withLock({ $0.remove(id) }) else { return false }
         session.end()
+        feeds.leave(session.feed)
         return true
     }
 
@@ -73,7 +87,10 @@ public final class SessionStore: Sendable {
             for session in idle { _ = registry.remove(session.id) }
             return idle
         }
-        for session in expired { session.end() }
+        for session in expired {
+            session.end()
+            feeds.leave(session.feed)
+        }
         return expired.count
     }
 

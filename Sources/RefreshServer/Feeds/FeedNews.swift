@@ -9,7 +9,8 @@ protocol NewsListener: AnyObject, Sendable {
     func headAdvanced(_ payloads: NewsPayloads)
 }
 
-/// The feed's head as this server knows it, and the fan-out that tells every open page.
+/// One feed's head as this server knows it, and the fan-out that tells every open page of
+/// that feed (and no other: each feed with sessions here has its own, from ``FeedRegistry``).
 ///
 /// The head moves when a publish commits, when a refresh stores items it pulled upstream,
 /// and (with a shared store) when another instance says so. It only ever moves forward: a
@@ -21,7 +22,7 @@ protocol NewsListener: AnyObject, Sendable {
 /// write at once: the loops work in parallel, and nothing is queued per session (only a
 /// session with streams on several loops queues a wake-up for the others). A session with
 /// no open stream is told when a stream opens.
-public final class NewsHub: Sendable {
+final class FeedNews: Sendable {
     private struct State {
         var head: FeedHead?
         /// Reads of "what came after p" for live sessions since the head last moved.
@@ -33,22 +34,25 @@ public final class NewsHub: Sendable {
     private let state = Mutex(State())
     /// The head's position alone, read on every sample of a live session without a lock.
     private let knownPosition = Atomic<FeedPosition>(0)
+    /// The feed whose head this is, read by every catch-up and live read.
+    let feed: any FeedSource
     /// Where the fan-out's latency goes.
-    public let metrics: ServerMetrics
+    let metrics: ServerMetrics
 
-    public init(metrics: ServerMetrics = ServerMetrics()) {
+    init(feed: any FeedSource, metrics: ServerMetrics) {
+        self.feed = feed
         self.metrics = metrics
     }
 
     /// The newest head reported so far.
-    public var head: FeedHead? { state.withLock { $0.head } }
+    var head: FeedHead? { state.withLock { $0.head } }
 
     /// Where the head is; 0 before any news.
     var position: FeedPosition { knownPosition.load(ordering: .acquiring) }
 
     /// Moves the head forward to `head` and tells every event loop; returns once each loop
     /// has told its sessions, so a publish is answered after every open page has its news.
-    public func advance(to head: FeedHead) async {
+    func advance(to head: FeedHead) async {
         let moved = ContinuousClock.now
         let loops = state.withLock { state -> [LoopStreams] in
             guard head.position > state.head?.position ?? 0 else { return [] }
@@ -72,22 +76,22 @@ public final class NewsHub: Sendable {
         if let last { metrics.newsFannedOut(in: last - moved) }
     }
 
-    /// Reads the head from `feed` and moves to it: after a commit, everything up to the head
+    /// Reads the head from the feed and moves to it: after a commit, everything up to the head
     /// read is visible to every reader. It runs to the end even when the caller is cancelled
     /// (a client that hangs up once its publish committed): the news must not go with it. A
     /// store that fails here is read again by the next catch-up, at the latest the periodic one.
-    func catchUp(with feed: any FeedSource) async {
-        await Task {
+    func catchUp() async {
+        await Task { [feed] in
             if let head = try? await feed.head() { await advance(to: head) }
         }.value
     }
 
     /// What the feed gained after `position`, read and encoded once for every live session
     /// that shows it, until the head moves again; `nil` when the store failed.
-    func added(after position: FeedPosition, in feed: any FeedSource, limit: Int) async -> LiveRead? {
+    func added(after position: FeedPosition, limit: Int) async -> LiveRead? {
         let read = state.withLock { state in
             if let read = state.reads[position] { return read }
-            let read = Task { (try? await feed.added(after: position, limit: limit)).map(LiveRead.init) }
+            let read = Task { [feed] in (try? await feed.added(after: position, limit: limit)).map(LiveRead.init) }
             state.reads[position] = read
             return read
         }
