@@ -6,6 +6,7 @@ const element = document.getElementById("list");
 // A preset from the address (?preset=ios15) and how new items arrive (?news=live) are set
 // before the element starts, so that its first session has them (a change would replace it).
 if (params.get("preset")) element.setAttribute("preset", params.get("preset"));
+if (params.get("feed")) element.setAttribute("feed", params.get("feed"));
 if (params.get("news")) element.setAttribute("news", params.get("news"));
 await import("/pull-to-refresh/element.js");
 
@@ -14,6 +15,7 @@ const empty = element.querySelector(".empty");
 const refreshButton = document.getElementById("refresh");
 const connection = document.querySelector(".connection");
 const newsMode = document.getElementById("news-mode");
+const feedName = document.querySelector(".feed-name");
 const shown = new Set();
 
 const timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
@@ -109,6 +111,15 @@ new MutationObserver(() => {
 }).observe(element, { attributes: true, attributeFilter: ["offline", "disabled"] });
 
 refreshButton.addEventListener("click", () => element.refresh());
+
+/** Which feed the list reads, as text: a name is never markup. */
+function drawFeedName() {
+  const name = element.getAttribute("feed") || "main";
+  feedName.textContent = name;
+  feed.setAttribute("aria-label", name === "main" ? "Latest items" : `Latest items in ${name}`);
+}
+drawFeedName();
+new MutationObserver(drawFeedName).observe(element, { attributes: true, attributeFilter: ["feed"] });
 
 // Another mode is another session, which the element opens when its attribute changes; it
 // continues the list. The address keeps the mode for a reload.

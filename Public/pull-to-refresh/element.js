@@ -8,12 +8,14 @@
 // `ptr-state`, `ptr-news` ({count, newest, head}), `ptr-session` and `ptr-connection`
 // events; the page renders the items. Methods: refresh(), loadMore(), cancelRefresh().
 //
-// Attributes: `api` and `preset` as named; `threshold`, the top edge's threshold in pixels
+// Attributes: `api` and `preset` as named; `feed`, the name of the feed the list reads
+// (`main` when absent); `threshold`, the top edge's threshold in pixels
 // (above 0, below the rubber band's reach of 400; else the preset's); `news` (below);
 // `disabled`, which stops gesture capture and samples (so infinite scroll too) and disables
 // the element's buttons, refresh() and loadMore(), without ending the session. Changing
 // `api`, `preset`, `threshold` or `news` replaces the session with one that continues the
 // list; an invalid value is reported with `console.warn` and the default used instead.
+// Changing `feed` replaces it with one that starts over: another feed is another list.
 //
 // Taken out of the document, the element closes its stream and ends its session (put back
 // in the same task, as a move does, it keeps them); so it does when the page is hidden
@@ -90,7 +92,7 @@ template.innerHTML = `
 `;
 
 export class PullToRefreshElement extends HTMLElement {
-  static observedAttributes = ["api", "preset", "threshold", "news", "disabled"];
+  static observedAttributes = ["api", "feed", "preset", "threshold", "news", "disabled"];
 
   /** Null while the element is out of the document (or its page hidden). */
   #session = null;
@@ -124,7 +126,8 @@ export class PullToRefreshElement extends HTMLElement {
   #hasMore = true;
   #lastFailed = null;
   #layout = null;
-  /** The list the last session showed, which the next one continues (its `shows`). */
+  /** The list the last session showed, which the next one continues (its `shows`) when it
+   *  reads the same feed. */
   #continues = null;
 
   connectedCallback() {
@@ -250,13 +253,18 @@ export class PullToRefreshElement extends HTMLElement {
       if (Number.isFinite(value) && value > 0 && value < MAX_PULL) config.top = { threshold: value };
       else console.warn(`<pull-to-refresh>: threshold="${threshold}" is not a number of pixels above 0 and below ${MAX_PULL}; the preset's is used.`);
     }
-    return { api: this.getAttribute("api") || "/api", preset: this.getAttribute("preset") || "default", config };
+    const options = { api: this.getAttribute("api") || "/api", preset: this.getAttribute("preset") || "default", config };
+    // Absent, the server's default (`main`): a server that predates feeds takes the page too.
+    const feed = this.getAttribute("feed");
+    if (feed) options.feed = feed;
+    return options;
   }
 
   #openSession(options) {
     // A session that replaces one the element ended says, as one the server forgot does,
     // whether it continues the list.
-    const session = new RefreshSession({ ...options, continues: this.#continues, replaces: this.#hadSession });
+    const continues = this.#continues?.feed === (options.feed ?? "main") ? this.#continues.shows : null;
+    const session = new RefreshSession({ ...options, continues, replaces: this.#hadSession });
     this.#hadSession = true;
     this.#session = session;
     this.#sessionOptions = JSON.stringify(options);
@@ -266,7 +274,7 @@ export class PullToRefreshElement extends HTMLElement {
   }
 
   #endSession() {
-    if (this.#session) this.#continues = this.#session.shows;
+    if (this.#session) this.#continues = { feed: this.#session.feed ?? "main", shows: this.#session.shows };
     this.#sessionEnded?.abort();
     this.#sessionEnded = null;
     this.#session?.close();

@@ -325,10 +325,12 @@ export class RefreshSession extends EventTarget {
    *  an earlier session showed (its `shows`): the first session is asked to continue it.
    *  @param {boolean} [options.replaces]  the first session replaces another one the page
    *  had: it is announced with `session`, as a session replacing a lost one is.
-   *  @param {number} [options.maxInFlight]  paced sample requests out at once (MAX_IN_FLIGHT). */
-  constructor({ api = "/api", preset = "default", config, continues = null, replaces = false, maxInFlight } = {}) {
+   *  @param {number} [options.maxInFlight]  paced sample requests out at once (MAX_IN_FLIGHT).
+   *  @param {string} [options.feed]  the feed the session reads; absent, the server's `main`. */
+  constructor({ api = "/api", feed, preset = "default", config, continues = null, replaces = false, maxInFlight } = {}) {
     super();
     this.api = api;
+    this.feed = feed;
     this.preset = preset;
     this.overrides = config;
     if (continues) this.#shows = { ...continues };
@@ -395,6 +397,7 @@ export class RefreshSession extends EventTarget {
 
   async #create() {
     const body = { preset: this.preset, firstPage: true };
+    if (this.feed) body.feed = this.feed;
     if (this.overrides) body.config = this.overrides;
     const resume = this.shows;
     if (resume) body.resume = resume;
