@@ -42,6 +42,16 @@ for count in sorted({run["streams"] for run in runs if run["mode"] == "news" and
                                ("p99us", "per stream p99", "µs"), ("serverCpuPublishMs", "server CPU per publish", "ms")):
         rows.append((f"N one publish → news on {count} streams, {label}", ours and ours.get(field), nchan and nchan.get(field), unit))
 
+# A publish to a feed of one session, on a server with nothing else and beside a crowd of
+# another feed's streams: ours against itself.
+isolation_rows = []  # (figure, alone, beside, unit)
+for count in sorted({run["streams"] for run in runs if run["mode"] == "isolation"}):
+    run = find("ours", "isolation", "streams", count)
+    prefix = f"I one publish to a feed of one session, beside {count:,} streams of another feed"
+    isolation_rows.append((f"{prefix}: time to its news", run.get("aloneMs"), run.get("besideMs"), "ms"))
+    isolation_rows.append((f"{prefix}: server CPU for it", run.get("aloneCpuMs"), run.get("besideCpuMs"), "ms"))
+    isolation_rows.append((f"{prefix}: streams of the other feed told of it", None, run.get("crowdStreamsThatHeard"), ""))
+
 # The cluster figures: three instances on PostgreSQL against one on SQLite, same parameters.
 cluster_rows = []  # (figure, cluster, sqlite, unit)
 for count in sorted({run["streams"] for run in runs if run["mode"] == "news" and run["kind"] in ("cluster", "sqlite")}):
@@ -101,6 +111,7 @@ machine = {
 }
 json.dump({"machine": machine, "runs": runs,
            "table": [{"figure": f, "ours": o, "nchan": n, "unit": u} for f, o, n, u in rows],
+           "isolationTable": [{"figure": f, "alone": a, "beside": b, "unit": u} for f, a, b, u in isolation_rows],
            "clusterTable": [{"figure": f, "cluster": c, "sqlite": s, "unit": u} for f, c, s, u in cluster_rows]},
           open(json_path, "w"), indent=2)
 
@@ -115,6 +126,10 @@ if rows:
     out += ["", "| figure | swift-pull-to-refresh | nginx + nchan | ratio (ours / nchan) |", "| --- | ---: | ---: | ---: |"]
     for figure, ours, nchan, unit in rows:
         out.append(f"| {figure} | {fmt(ours)} {unit} | {fmt(nchan)} {unit} | {ratio(ours, nchan)} |")
+if isolation_rows:
+    out += ["", "| figure | alone on the server | beside the crowd | ratio (beside / alone) |", "| --- | ---: | ---: | ---: |"]
+    for figure, alone, beside, unit in isolation_rows:
+        out.append(f"| {figure} | {fmt(alone)} {unit} | {fmt(beside)} {unit} | {ratio(beside, alone)} |".replace("  |", " |"))
 if cluster_rows:
     out += ["", "| figure | three instances, PostgreSQL | one instance, SQLite | ratio (cluster / SQLite) |",
             "| --- | ---: | ---: | ---: |"]

@@ -30,16 +30,20 @@ struct BenchCommand: AsyncParsableCommand {
         /// publishes per second acknowledged, their latency, and whether every stream ends at
         /// the feed's final head.
         case publishRate = "publish-rate"
+        /// One publish to a feed of one session, timed to its `news` with the server's CPU for
+        /// it: first alone on the server, then beside N sessions of another feed with open
+        /// streams, which must hear nothing of it.
+        case isolation
     }
 
     @Option(help: "Server kind: ours or nchan.") var target: Kind = .ours
     @Option(help: "Host of the server.") var host = "127.0.0.1"
     @Option(help: "Port of the server.") var port = 8080
-    @Option(help: "What to measure: l1, l2, fanout, memory, news, publish-rate.") var mode: Mode = .l1
+    @Option(help: "What to measure: l1, l2, fanout, memory, news, publish-rate, isolation.") var mode: Mode = .l1
     @Option(help: "Samples for l1.") var samples = 10_000
-    @Option(help: "Channels (l2) or streams (fanout, memory, news, publish-rate).") var count = 100
+    @Option(help: "Channels (l2) or streams (fanout, memory, news, publish-rate; isolation: the crowd's).") var count = 100
     @Option(help: "Seconds of dragging for l2, of publishing for publish-rate.") var seconds = 20.0
-    @Option(help: "Batches for fanout, publishes for news.") var rounds = 5
+    @Option(help: "Batches for fanout, publishes for news and for each half of isolation.") var rounds = 5
     @Option(help: "Instances the sessions are spread over in turn, HOST:PORT,HOST:PORT,… (news, publish-rate); default --host and --port.")
     var targets: Endpoints?
     @Option(
@@ -67,6 +71,9 @@ struct BenchCommand: AsyncParsableCommand {
         if mode == .publishRate, target != .ours {
             throw ValidationError("publish-rate measures our server only: it checks the feed heads its streams are told")
         }
+        if mode == .isolation, target != .ours {
+            throw ValidationError("isolation measures our server against itself: the same publish with and without a crowd")
+        }
     }
 
     func run() async throws {
@@ -86,6 +93,7 @@ struct BenchCommand: AsyncParsableCommand {
         case .memory: try await memory(server, into: &result)
         case .news: try await news(server, into: &result)
         case .publishRate: try await publishRate(server, into: &result)
+        case .isolation: try await isolation(server, into: &result)
         }
         if let cpuBefore, let cpuAfter = Self.cpuSeconds(serverPid) {
             let wall = Self.seconds(ContinuousClock.now - started)
@@ -300,9 +308,10 @@ struct BenchCommand: AsyncParsableCommand {
 
     /// Sets N sessions up. Not measured but bounded: a few connections at once, and every
     /// stage has a deadline; each stage's time goes into `result`.
-    private func listeningSessions(_ server: any Target, heads: HeadBoard? = nil, into result: inout [String: Any]) async throws -> ListeningSessions
-    {
-        let (count, targets) = (self.count, sessionTargets)
+    private func listeningSessions(
+        _ server: any Target, count: Int? = nil, feed: String? = nil, heads: HeadBoard? = nil, into result: inout [String: Any]
+    ) async throws -> ListeningSessions {
+        let (count, targets) = (count ?? self.count, sessionTargets)
         let setupLimit = Duration.seconds(30) + .milliseconds(10 * Int64(count))
         let lanes = 32
         let clock = ContinuousClock()
@@ -316,12 +325,12 @@ struct BenchCommand: AsyncParsableCommand {
         if server.newsChannelPerStream {
             channels = try await Self.withTimeout(setupLimit, "making \(count) sessions") {
                 try await Self.overConnections(count: count, lanes: lanes, targets: targets) { control, index in
-                    try await server.makeChannel(on: control, index: index, hearsNews: true)
+                    try await server.makeChannel(on: control, index: index, hearsNews: true, feed: feed)
                 }
             }
         } else {
             channels = try await Connection.with(host: targets[0].host, port: targets[0].port) {
-                [try await server.makeChannel(on: $0, index: 0, hearsNews: true)]
+                [try await server.makeChannel(on: $0, index: 0, hearsNews: true, feed: feed)]
             }
         }
         result["setupChannelsSeconds"] = setupTime()
@@ -486,6 +495,81 @@ struct BenchCommand: AsyncParsableCommand {
         var lastMs: Double
         var answeredMs: Double
         var cpu: CPUProbes.Span
+    }
+
+    // MARK: - Isolation
+
+    /// One session on a feed of its own; `rounds` publishes to that feed, each timed until the
+    /// session's stream has read its `news`, with the server's CPU from just before the publish
+    /// to then. Then `count` sessions of another feed open their streams and show a first page,
+    /// and the same publishes are timed again. A publish costs only its own feed's sessions
+    /// when the two halves agree. The crowd must hear nothing: a `news` on any of its streams
+    /// breaks the run (non-zero exit, after the figures).
+    private func isolation(_ server: any Target, into result: inout [String: Any]) async throws {
+        let (count, rounds) = (self.count, self.rounds)
+        guard count > 0, rounds > 0 else { throw BenchError("isolation needs --count and --rounds of at least 1") }
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        let (lonely, crowded) = ("bench.one.\(tag)", "bench.crowd.\(tag)")
+        let roundLimit = Duration.seconds(30)
+        let target = publishTargets[0]
+        let probes = CPUProbes(server: serverPid, database: databasePid)
+
+        var setup: [String: Any] = [:]
+        let one = try await listeningSessions(server, count: 1, feed: lonely, into: &setup)
+        defer { one.close() }
+
+        /// `rounds` publishes to the lonely feed (after one unmeasured): the time to its news
+        /// and the server's CPU for each.
+        func publishes(_ half: String) async throws -> (ms: [Double], cpu: [Double]) {
+            try await Self.withTimeout((roundLimit + .seconds(1)) * (rounds + 1), "\(rounds) publishes \(half)") {
+                try await Connection.with(host: target.host, port: target.port) { control in
+                    var (times, cpu): ([Double], [Double]) = ([], [])
+                    for round in -1..<rounds {
+                        let cpuAtStart = probes.read()
+                        let sent = ArrivalBoard.now()
+                        try await control.send(server.news(one.channels[0], round: round + 1, tag: "\(tag)\(half)", feed: lonely))
+                        let (status, body) = try await control.response()
+                        guard status == 201 else { throw BenchError("publishing \(half) answered \(status): \(body.prefix(200))") }
+                        let arrivals = await one.board.takeArrivals(1, timeout: roundLimit)
+                        let cpuAtEnd = probes.read()
+                        guard let arrival = arrivals.first else { throw BenchError("publish \(round) \(half): no news within \(roundLimit)") }
+                        if round >= 0 {
+                            times.append(Double(arrival.nanoseconds - min(arrival.nanoseconds, sent)) / 1_000_000)
+                            if let server = probes.span(from: cpuAtStart, to: cpuAtEnd).server { cpu.append(server) }
+                        }
+                        try await Task.sleep(for: .milliseconds(200))
+                    }
+                    return (times, cpu)
+                }
+            }
+        }
+
+        let alone = try await publishes("alone")
+        let crowd = try await listeningSessions(server, feed: crowded, into: &setup)
+        defer { crowd.close() }
+        let beside = try await publishes("beside")
+        let overheard = await crowd.board.takeArrivals(count, timeout: .milliseconds(500)).count
+
+        result["streams"] = count
+        result["rounds"] = rounds
+        result["setup"] = setup
+        result["aloneMsEach"] = alone.ms
+        result["besideMsEach"] = beside.ms
+        result["aloneMs"] = Self.median(alone.ms)
+        result["besideMs"] = Self.median(beside.ms)
+        result["timeRatio"] = Self.median(beside.ms) / max(Self.median(alone.ms), 0.001)
+        if alone.cpu.count == rounds, beside.cpu.count == rounds {
+            result["aloneCpuMsEach"] = alone.cpu
+            result["besideCpuMsEach"] = beside.cpu
+            result["aloneCpuMs"] = Self.median(alone.cpu)
+            result["besideCpuMs"] = Self.median(beside.cpu)
+            result["cpuRatio"] = Self.median(beside.cpu) / max(Self.median(alone.cpu), 0.001)
+        }
+        probes.record(into: &result)
+        result["crowdStreamsThatHeard"] = overheard
+        if overheard > 0 {
+            result["brokenInvariant"] = "\(overheard) of \(count) streams of another feed were told of a publish to one feed"
+        }
     }
 
     // MARK: - Publish rate

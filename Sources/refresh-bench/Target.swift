@@ -5,8 +5,9 @@ import NIOCore
 protocol Target: Sendable {
     var name: String { get }
     /// Makes a channel (a session, an nchan channel); answers its id. `hearsNews`: whether a
-    /// session is told of published items (F measures the refresh's items alone).
-    func makeChannel(on connection: Connection, index: Int, hearsNews: Bool) async throws -> String
+    /// session is told of published items (F measures the refresh's items alone); `feed`: the
+    /// feed a session reads (nil: the server's default).
+    func makeChannel(on connection: Connection, index: Int, hearsNews: Bool, feed: String?) async throws -> String
     func subscribe(_ channel: String) -> ByteBuffer
     func publish(_ channel: String, seq: Int) -> ByteBuffer
     /// Bytes that appear in the event carrying `seq`, and nowhere before it.
@@ -24,10 +25,21 @@ protocol Target: Sendable {
     func showFirstPage(_ channel: String) -> ByteBuffer?
     /// News: bytes on the stream that show the channel got there.
     var firstPageToken: [UInt8]? { get }
-    /// News: one publish every subscriber hears of. `tag` keeps item ids unique per run.
-    func news(_ channel: String, round: Int, tag: String) -> ByteBuffer
+    /// News: one publish every subscriber hears of (ours: every session of `feed`, nil the
+    /// default one). `tag` keeps item ids unique per run.
+    func news(_ channel: String, round: Int, tag: String, feed: String?) -> ByteBuffer
     /// News: bytes that appear once in what a subscriber reads of one publish.
     var newsToken: [UInt8] { get }
+}
+
+extension Target {
+    func makeChannel(on connection: Connection, index: Int, hearsNews: Bool) async throws -> String {
+        try await makeChannel(on: connection, index: index, hearsNews: hearsNews, feed: nil)
+    }
+
+    func news(_ channel: String, round: Int, tag: String) -> ByteBuffer {
+        news(channel, round: round, tag: tag, feed: nil)
+    }
 }
 
 /// A batch the size of a refresh page: 20 items of about 200 bytes.
@@ -46,9 +58,11 @@ struct OurServer: Target {
     let host: String
     var name: String { "swift-pull-to-refresh" }
 
-    func makeChannel(on connection: Connection, index: Int, hearsNews: Bool) async throws -> String {
-        let config = hearsNews ? "{}" : #"{"config":{"news":"off"}}"#
-        try await connection.send(Connection.request("POST", "/api/sessions", host: host, body: config))
+    func makeChannel(on connection: Connection, index: Int, hearsNews: Bool, feed: String?) async throws -> String {
+        var members = hearsNews ? [] : [#""config":{"news":"off"}"#]
+        if let feed { members.append(#""feed":"\#(feed)""#) }
+        let request = "{\(members.joined(separator: ","))}"
+        try await connection.send(Connection.request("POST", "/api/sessions", host: host, body: request))
         let (status, body) = try await connection.response()
         guard status == 201, let start = body.range(of: #""id":""#), let end = body[start.upperBound...].firstIndex(of: "\"") else {
             throw BenchError("creating a session answered \(status): \(body.prefix(200))")
@@ -87,9 +101,9 @@ struct OurServer: Target {
     /// first page.
     var firstPageToken: [UInt8]? { Array(#""kind":"loadMore","outcome":"completed""#.utf8) }
 
-    func news(_ channel: String, round: Int, tag: String) -> ByteBuffer {
+    func news(_ channel: String, round: Int, tag: String, feed: String?) -> ByteBuffer {
         Connection.request(
-            "POST", "/api/items", host: host,
+            "POST", feed.map { "/api/feeds/\($0)/items" } ?? "/api/items", host: host,
             body: #"{"items":[{"id":"\#(newsItemID(round: round, tag: tag))","title":"\#(newsTitle(round: round))"}]}"#)
     }
 
@@ -101,7 +115,8 @@ struct Nchan: Target {
     let host: String
     var name: String { "nginx + nchan" }
 
-    func makeChannel(on connection: Connection, index: Int, hearsNews: Bool) async throws -> String {
+    /// A channel of its own whatever the feed: nchan's channels are its feeds.
+    func makeChannel(on connection: Connection, index: Int, hearsNews: Bool, feed: String?) async throws -> String {
         "bench\(UInt32.random(in: 0...UInt32.max))x\(index)"
     }
 
@@ -127,7 +142,7 @@ struct Nchan: Target {
     var firstPageToken: [UInt8]? { nil }
 
     /// A message shaped like our `news` event's data, so both servers carry the same bytes.
-    func news(_ channel: String, round: Int, tag: String) -> ByteBuffer {
+    func news(_ channel: String, round: Int, tag: String, feed: String?) -> ByteBuffer {
         let body =
             #"{"count":1,"newest":{"id":"\#(newsItemID(round: round, tag: tag))","title":"\#(newsTitle(round: round))","published":"2026-11-22T08:00:00.000Z"},"head":\#(round + 1)}"#
         return Connection.request("POST", "/pub/\(channel)", host: host, body: body)
