@@ -8,7 +8,7 @@ failed=0
 export E2E_EVENTS
 E2E_EVENTS=$(mktemp -d)
 trap 'rm -rf "$E2E_EVENTS"' EXIT
-for script in gesture.sh bottom.sh cancel.sh replay.sh news.sh logs.sh metrics.sh config.sh gzip.sh bad-input.sh traversal.sh connection.sh slow-reader.sh limits.sh steering.sh shutdown.sh crash.sh security.sh; do
+for script in gesture.sh bottom.sh cancel.sh replay.sh news.sh feeds.sh logs.sh metrics.sh config.sh gzip.sh bad-input.sh traversal.sh connection.sh slow-reader.sh limits.sh steering.sh shutdown.sh crash.sh security.sh; do
     echo "== $script"
     if bash "$script"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
