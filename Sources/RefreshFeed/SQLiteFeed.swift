@@ -12,7 +12,8 @@ import GRDB
 /// for a refresh that is storing items.
 public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
     private let database: any DatabaseWriter
-    private let upstreams: UpstreamSet?
+    /// Each feed's upstream sources, for every view of the store.
+    private let upstreamsByFeed: [FeedName: UpstreamSet]
     private let lockWait: LockWait
     /// A file others may lock, rather than a database of this process alone.
     private let isShared: Bool
@@ -27,8 +28,9 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
 
     /// - Parameters:
     ///   - path: a file (its folder is created), or `:memory:`.
-    ///   - upstreams: feeds a refresh pulls from; none means the feed only changes by publishing.
-    public init(path: String, upstreams: UpstreamSet? = nil) throws {
+    ///   - upstreams: what a refresh of each feed pulls from; a feed without any only changes
+    ///     by publishing.
+    public init(path: String, upstreams: [FeedName: UpstreamSet] = [:]) throws {
         let lockWait = LockWait(fallback: Self.lockDeadline)
         if path == ":memory:" {
             database = try DatabaseQueue()
@@ -42,7 +44,7 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
             isShared = true
         }
         self.lockWait = lockWait
-        self.upstreams = upstreams
+        upstreamsByFeed = upstreams
         name = .main
         try Self.migrator.migrate(database)
     }
@@ -51,8 +53,7 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
         database = store.database
         lockWait = store.lockWait
         isShared = store.isShared
-        // Upstreams feed `main` only.
-        upstreams = nil
+        upstreamsByFeed = store.upstreamsByFeed
         self.name = name
     }
 
@@ -135,7 +136,7 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
     // MARK: - FeedSource
 
     public func update(progress: @escaping ProgressSink) async throws -> FeedUpdate {
-        guard let upstreams else {
+        guard let upstreams = upstreamsByFeed[name] else {
             progress(FeedProgress(fraction: 1, stage: "checking", message: "Checked for new items"))
             return FeedUpdate(added: 0, message: "Up to date")
         }

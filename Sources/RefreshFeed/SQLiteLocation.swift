@@ -8,7 +8,7 @@ import GRDB
 /// not to restart for, instead of failing the same way every few seconds.
 public enum SQLiteLocation {
     /// The feed at `path`; a path that cannot hold an SQLite database is a configuration error.
-    public static func open(_ path: String, upstreams: UpstreamSet?) throws -> SQLiteFeed {
+    public static func open(_ path: String, upstreams: [FeedName: UpstreamSet] = [:]) throws -> SQLiteFeed {
         if path != ":memory:" { try check(path) }
         do {
             return try SQLiteFeed(path: path, upstreams: upstreams)

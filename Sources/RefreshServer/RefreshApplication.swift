@@ -90,10 +90,9 @@ public enum RefreshApplication {
     }
 
     private static func openStore(_ configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger) throws -> Store {
-        let upstreams =
-            try configuration.feeds.isEmpty
-            ? nil
-            : UpstreamSet(urls: configuration.feeds, maxBytes: configuration.maxFeedBytes, timeout: configuration.feedTimeout, metrics: metrics)
+        let upstreams = try configuration.upstreamURLs.mapValues { urls in
+            try UpstreamSet(urls: urls, maxBytes: configuration.maxFeedBytes, timeout: configuration.feedTimeout, metrics: metrics)
+        }
         let seed = configuration.demo ?? configuration.feeds.isEmpty
         if PostgresLocation.isPostgresURL(configuration.database) {
             let feed = try PostgresFeed(url: configuration.database, upstreams: upstreams, logger: logger)

@@ -38,6 +38,11 @@ import Testing
                     .strings(["https://a.example/f", "https://b.example/f"]), "https://a.example/f,https://b.example/f",
                     "https://a.example/f, https://b.example/f"
                 )
+            case "upstream":
+                (
+                    .strings(["team.eng=https://a.example/f", "user:7=https://b.example/f"]),
+                    "team.eng=https://a.example/f,user:7=https://b.example/f", "team.eng=https://a.example/f, user:7=https://b.example/f"
+                )
             case "cors-origin":
                 (
                     .strings(["https://a.example", "http://localhost:3000"]), "https://a.example,http://localhost:3000",
@@ -298,6 +303,11 @@ import Testing
         Invalid("instance 'é': must be 1 to 32 letters, digits or '-'") { $0.instanceName = "é" },
         Invalid("trusted-proxy: 10.0.0.0/33 is not an IP address or a CIDR network (such as 10.0.0.0/8)") { $0.trustedProxies = ["10.0.0.0/33"] },
         Invalid("feed: example.com/feed is not an http or https URL") { $0.feeds = ["example.com/feed"] },
+        Invalid("upstream: https://a.example/f is not NAME=URL") { $0.upstreams = ["https://a.example/f"] },
+        Invalid("upstream: -team is not a feed's name (1 to 128 letters, digits and ._~:@-, starting with a letter or a digit)") {
+            $0.upstreams = ["-team=https://a.example/f"]
+        },
+        Invalid("upstream: example.com/feed is not an http or https URL") { $0.upstreams = ["team=example.com/feed"] },
         Invalid("database '': must not be empty") { $0.database = "" },
     ]
 

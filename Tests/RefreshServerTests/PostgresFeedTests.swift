@@ -72,8 +72,8 @@ struct PostgresFeedTests {
         let url = try await TestPostgres.freshDatabase()
         try await Upstream.run { port, log in
             let upstreams = { try UpstreamSet(urls: ["http://127.0.0.1:\(port)/feed"]) }
-            let first = try TestPostgres.feed(url: url, upstreams: try upstreams())
-            let second = try TestPostgres.feed(url: url, upstreams: try upstreams())
+            let first = try TestPostgres.feed(url: url, upstreams: [.main: try upstreams()])
+            let second = try TestPostgres.feed(url: url, upstreams: [.main: try upstreams()])
             _ = try await first.appliedMigrations()
             let (downloading, started) = AsyncStream<Void>.makeStream()
             let stages = Stages()
@@ -88,6 +88,39 @@ struct PostgresFeedTests {
             #expect(stages.all.first == "waiting")
             #expect(log.requests.withLock { $0.count } == 1, "one download for the cluster")
             #expect(try await second.added(after: 0, limit: 100).items.count == 12, "and they are in the shared feed")
+        }
+    }
+
+    /// Each feed's upstream refresh takes its own lock: one feed's refresh running on one
+    /// instance does not make another feed's wait on another.
+    @Test func feedsRefreshTheirUpstreamsIndependently() async throws {
+        let url = try await TestPostgres.freshDatabase()
+        try await Upstream.run { port, log in
+            let upstreams = {
+                [
+                    FeedName.main: try UpstreamSet(urls: ["http://127.0.0.1:\(port)/hang"], timeout: .seconds(10)),
+                    FeedName("team")!: try UpstreamSet(urls: ["http://127.0.0.1:\(port)/feed"]),
+                ]
+            }
+            let first = try TestPostgres.feed(url: url, upstreams: try upstreams())
+            let second = try TestPostgres.feed(url: url, upstreams: try upstreams())
+            _ = try await first.appliedMigrations()
+            do {
+                let (hanging, started) = AsyncStream<Void>.makeStream()
+                let mainRefresh = Task { try await first.update { if $0.stage == "connecting" { started.yield() } } }
+                _ = await hanging.first(where: { _ in true })
+                let stages = Stages()
+                let team = try await second.feed(FeedName("team")!).update { stages.append($0.stage) }
+                #expect(team.added == 12)
+                #expect(!stages.all.contains("waiting"), "\(stages.all)")
+                mainRefresh.cancel()
+                _ = try? await mainRefresh.value
+                // The main refresh's lock was released when it ended: the next one takes it.
+                let again = Stages()
+                _ = try? await second.update { again.append($0.stage) }
+                #expect(!again.all.contains("waiting"), "\(again.all)")
+            }
+            #expect(log.requests.withLock { $0.filter { $0.0 == "feed" }.count } == 1)
         }
     }
 

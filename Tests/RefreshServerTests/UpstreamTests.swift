@@ -130,6 +130,30 @@ struct Upstream {
         }
     }
 
+    /// `--upstream NAME=URL` feeds the feed `NAME` alone: its sessions' refreshes pull it,
+    /// `main`'s do not, and the items land in `NAME` only.
+    @Test func aNamedFeedsUpstreamFeedsThatFeedOnly() async throws {
+        try await Upstream.run { port, log in
+            let configuration = server(feeds: ["http://127.0.0.1:\(port)/json"]) { $0.upstreams = ["team=http://127.0.0.1:\(port)/feed"] }
+            try await TestServer.run(configuration) { server in
+                let (team, stream) = try await server.watchedSession(#"{"feed":"team"}"#)
+                _ = try await server.post("/api/sessions/\(team)/refresh")
+                let events = try await stream.events(until: "done", within: 10)
+                #expect(events.last?.json["added"] as? Int == 12, "the twelve items of team's upstream, not main's one")
+                #expect(log.requests.withLock { $0.map(\.0) } == ["feed"])
+                let teamItems = try await server.get("/api/feeds/team/items?limit=100").json["items"] as? [[String: Any]]
+                #expect(teamItems?.count == 12)
+                #expect(teamItems?.contains { $0["title"] as? String == "From JSON" } == false)
+                let mainItems = try await server.get("/api/items?limit=100").json["items"] as? [[String: Any]]
+                #expect(mainItems?.contains { ($0["id"] as? String)?.hasPrefix("up-") == true } == false, "main holds none of team's")
+
+                let main = try await refresh(server)
+                #expect(main.last?.json["added"] as? Int == 1, "main pulls its own upstream: the JSON feed's one item")
+                #expect(try await server.get("/api/feeds/team").json["head"] as? Int == 12, "team did not move")
+            }
+        }
+    }
+
     @Test func severalFeedsRefreshTogether() async throws {
         try await Upstream.run { port, _ in
             let feeds = ["http://127.0.0.1:\(port)/feed", "http://127.0.0.1:\(port)/json"]

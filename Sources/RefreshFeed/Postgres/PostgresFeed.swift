@@ -28,7 +28,8 @@ public final class PostgresFeed: FeedSource, FeedStore, Sendable {
     let client: PostgresClient
     /// For a connection outside the pool, to learn the fate of a commit (``UncertainCommit``).
     let direct: PostgresConnection.Configuration
-    let upstreams: UpstreamSet?
+    /// Each feed's upstream sources, for every view of the store.
+    let upstreamsByFeed: [FeedName: UpstreamSet]
     let logger: Logger
     /// Shared by every feed of the store, so the schema is migrated once.
     let schema: Schema
@@ -42,8 +43,9 @@ public final class PostgresFeed: FeedSource, FeedStore, Sendable {
 
     /// - Parameters:
     ///   - url: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`, optionally `?sslmode=disable|prefer|require`.
-    ///   - upstreams: feeds a refresh pulls from, once across every instance sharing the database.
-    public init(url: String, upstreams: UpstreamSet? = nil, logger: Logger = Logger(label: "refresh-server.postgres")) throws {
+    ///   - upstreams: what a refresh of each feed pulls from, once across every instance
+    ///     sharing the database.
+    public init(url: String, upstreams: [FeedName: UpstreamSet] = [:], logger: Logger = Logger(label: "refresh-server.postgres")) throws {
         let location = try PostgresLocation(url: url)
         var configuration = PostgresClient.Configuration(
             host: location.host, port: location.port, username: location.user, password: location.password,
@@ -60,7 +62,7 @@ public final class PostgresFeed: FeedSource, FeedStore, Sendable {
             tls: try location.tls.connection)
         direct.options.connectTimeout = .seconds(5)
         self.direct = direct
-        self.upstreams = upstreams
+        upstreamsByFeed = upstreams
         self.logger = logger
         name = .main
         schema = Schema()
@@ -69,8 +71,7 @@ public final class PostgresFeed: FeedSource, FeedStore, Sendable {
     private init(sharing store: PostgresFeed, name: FeedName) {
         client = store.client
         direct = store.direct
-        // Upstreams feed `main` only.
-        upstreams = nil
+        upstreamsByFeed = store.upstreamsByFeed
         logger = store.logger
         schema = store.schema
         self.name = name
@@ -92,7 +93,7 @@ public final class PostgresFeed: FeedSource, FeedStore, Sendable {
     // MARK: - FeedSource
 
     public func update(progress: @escaping ProgressSink) async throws -> FeedUpdate {
-        guard let upstreams else {
+        guard let upstreams = upstreamsByFeed[name] else {
             progress(FeedProgress(fraction: 1, stage: "checking", message: "Checked for new items"))
             return FeedUpdate(added: 0, message: "Up to date")
         }
@@ -102,17 +103,32 @@ public final class PostgresFeed: FeedSource, FeedStore, Sendable {
         }
     }
 
-    /// Runs `refresh` while holding the cluster's upstream lock. When another instance holds
-    /// it, this waits for that refresh to end instead of fetching the same feeds again: its
-    /// items are then in the feed, where the caller reads them.
+    /// Runs `refresh` while holding the cluster's upstream lock of this feed. When another
+    /// instance holds it, this waits for that refresh to end instead of fetching the same
+    /// upstreams again: its items are then in the feed, where the caller reads them. Feeds
+    /// refresh independently: the lock is keyed by the upstream-refresh class and the feed's
+    /// name (the two-key form, whose keys never meet the one-key locks; two names of one hash
+    /// only wait for each other).
     private func onceAcrossInstances(progress: @escaping ProgressSink, _ refresh: () async throws -> FeedUpdate) async throws -> FeedUpdate {
-        let key = LockKey.upstreamRefresh.rawValue
+        let lockClass = Int32(LockKey.upstreamRefresh.rawValue)
+        let feed = name.rawValue
         // A session-level lock lives on one connection: the refresh holds it meanwhile, and a
         // connection that dies releases it.
         return try await client.withConnection { connection in
+            // A lock left held on a pooled connection would stop every later refresh of the
+            // feed, on every instance: a connection that cannot release it is closed, which does.
+            func unlock() async throws {
+                do {
+                    try await connection.query("SELECT pg_advisory_unlock(\(lockClass), hashtext(\(feed)))", logger: logger)
+                } catch {
+                    logger.warning("The upstream lock could not be released; closing its connection", metadata: ["feed": "\(feed)"])
+                    try? await connection.close()
+                    throw error
+                }
+            }
             var waited = false
             while true {
-                let rows = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: logger)
+                let rows = try await connection.query("SELECT pg_try_advisory_lock(\(lockClass), hashtext(\(feed)))", logger: logger)
                 if try await rows.decode(Bool.self).first(where: { _ in true }) == true { break }
                 if !waited {
                     progress(FeedProgress(fraction: 0, stage: "waiting", message: "Another instance is refreshing…"))
@@ -122,18 +138,19 @@ public final class PostgresFeed: FeedSource, FeedStore, Sendable {
             }
             if waited {
                 // The other instance's refresh has ended: what it stored is in the feed.
-                try await connection.query("SELECT pg_advisory_unlock(\(key))", logger: logger)
+                try await unlock()
                 progress(FeedProgress(fraction: 1, stage: "done", message: "Refreshed by another instance"))
                 return FeedUpdate(added: 0, message: "Up to date")
             }
+            let update: FeedUpdate
             do {
-                let update = try await refresh()
-                try await connection.query("SELECT pg_advisory_unlock(\(key))", logger: logger)
-                return update
+                update = try await refresh()
             } catch {
-                _ = try? await connection.query("SELECT pg_advisory_unlock(\(key))", logger: logger)
+                try? await unlock()
                 throw error
             }
+            try await unlock()
+            return update
         }
     }
 }

@@ -204,12 +204,13 @@ extension ServerConfiguration {
         .seconds(
             "head-poll", \.headPollInterval, atLeast: .milliseconds(100),
             help: "Seconds between reads of a PostgreSQL feed's head even when no notification came."),
-        .list("feed", \.feeds, help: "Upstream RSS, Atom or JSON Feed URL a refresh pulls (repeatable).", value: "url") { url in
-            guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
-                parsed.host?.isEmpty == false
-            else { return "\(url) is not an http or https URL" }
-            return nil
+        .list("feed", \.feeds, help: "Upstream RSS, Atom or JSON Feed URL a refresh of the feed main pulls (repeatable).", value: "url") {
+            UpstreamURL.problem(with: $0)
         },
+        .list(
+            "upstream", \.upstreams, help: "Upstream of a named feed, NAME=URL: a refresh of the feed NAME pulls URL (repeatable).",
+            value: "name=url"
+        ) { UpstreamURL.problem(withNamed: $0) },
         .int("max-feed-bytes", \.maxFeedBytes, 1...largestBuffer, help: "Largest upstream feed accepted, in bytes.", value: "bytes"),
         .seconds("feed-timeout", \.feedTimeout, help: "Seconds an upstream download may take."),
         .optionalBool("demo", \.demo, help: "Seed an empty store with example items.", absent: "on without --feed"),

@@ -120,8 +120,11 @@ public struct ServerConfiguration: Sendable {
     /// With PostgreSQL, how often the head is read even when no notification came: the
     /// safety net under `LISTEN`/`NOTIFY`.
     public var headPollInterval: Duration = .seconds(5)
-    /// Upstream feeds (RSS, Atom, JSON Feed) a refresh pulls into the store.
+    /// Upstream feeds (RSS, Atom, JSON Feed) a refresh of the feed `main` pulls into it.
     public var feeds: [String] = []
+    /// Upstream feeds of named feeds, each `NAME=URL`: a refresh of the feed `NAME` pulls
+    /// `URL` into it (and no other feed's).
+    public var upstreams: [String] = []
     /// Largest upstream feed accepted, in bytes.
     public var maxFeedBytes = 10 * 1024 * 1024
     /// Longest an upstream download may take.

@@ -33,13 +33,13 @@ enum TestPostgres {
     }
 
     /// A feed on a fresh database.
-    static func freshFeed(upstreams: UpstreamSet? = nil) async throws -> PostgresFeed {
+    static func freshFeed(upstreams: [FeedName: UpstreamSet] = [:]) async throws -> PostgresFeed {
         try feed(url: try await freshDatabase(), upstreams: upstreams)
     }
 
     /// A feed on the database at `url`, as one instance has it, its connection pool running
     /// for the rest of the test run (idle connections close by themselves).
-    static func feed(url: String, upstreams: UpstreamSet? = nil) throws -> PostgresFeed {
+    static func feed(url: String, upstreams: [FeedName: UpstreamSet] = [:]) throws -> PostgresFeed {
         let feed = try PostgresFeed(url: url, upstreams: upstreams, logger: logger)
         Task { await feed.client.run() }
         return feed
