@@ -124,6 +124,41 @@ struct PostgresFeedTests {
         }
     }
 
+    /// A network that goes silent under the news connection, without a reset: the round trip
+    /// on it goes unanswered, the instance says it is not listening within two heartbeats, and
+    /// listens again once the network answers, having caught up what committed meanwhile.
+    @Test func aSilentNewsConnectionIsNoticedAndMadeAgain() async throws {
+        let url = try await TestPostgres.freshDatabase()
+        let writer = try TestPostgres.feed(url: url)
+        _ = try await writer.appliedMigrations()
+        let location = try PostgresLocation(url: url)
+        let proxy = try await CommitCuttingProxy.start(to: location.host, port: location.port)
+        defer { Task { await proxy.close() } }
+        var components = try #require(URLComponents(string: url))
+        components.host = "127.0.0.1"
+        components.port = proxy.port
+        components.query = "sslmode=disable"
+        let reader = try TestPostgres.feed(url: try #require(components.string))
+        let feeds = FeedRegistry(feed: reader, configuration: ServerConfiguration(), metrics: ServerMetrics())
+        let news = try feeds.join(.main).news
+        let listener = HeadListener(
+            feed: reader, news: feeds, pollInterval: .seconds(600), heartbeat: .milliseconds(300), logger: TestPostgres.logger)
+        let running = Task { try await listener.run() }
+        defer { running.cancel() }
+        try await eventually("it listens") { listener.isListening }
+
+        proxy.silent.set(true)
+        let silenced = ContinuousClock.now
+        try await eventually("the silence is noticed") { !listener.isListening }
+        #expect(ContinuousClock.now - silenced < .seconds(5), "within two heartbeats, and some slack for a loaded machine")
+        _ = try await writer.publish([FeedItem(id: "meanwhile", title: "Meanwhile", published: Timestamp(milliseconds: 1))])
+
+        proxy.silent.set(false)
+        try await eventually("it listens again") { listener.isListening }
+        try await eventually("what committed meanwhile is told") { news.position == 1 }
+        #expect(listener.reconnectCount >= 1)
+    }
+
     /// The connection cut right after `COMMIT` was forwarded (it commits, its answer is lost)
     /// or right before (it rolls back): every write answered as stored is there, every one
     /// answered unavailable is not.

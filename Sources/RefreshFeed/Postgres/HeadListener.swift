@@ -11,24 +11,36 @@ import Synchronization
 /// Nothing is lost between notifications: after every (re)connection the listener reads the
 /// heads of every watched feed before waiting, so whatever committed while it was away is
 /// told then; the hub moves only forward, so nothing is told twice. A slow poll of the same
-/// heads runs beside it, as a safety net for a notification that never came. While the connection is down, the
-/// instance says it is not ready (``isListening``) and tries again with a growing backoff.
+/// heads runs beside it, as a safety net for a notification that never came. While the
+/// connection is down, the instance says it is not ready (``isListening``).
+///
+/// The connection is its own, not the pool's: it is made again on the listener's backoff,
+/// at most ``longestBackoff`` apart, so an instance listens again within seconds of
+/// PostgreSQL's return however long it was away (the pool's own backoff grows far longer). A
+/// round trip on it every `heartbeat` must be answered within another `heartbeat`: a network
+/// that went silent without a reset (a half-open connection, which would otherwise wait for
+/// notifications forever) is noticed within two, and the connection closed and made again.
 public final class HeadListener: Service, Sendable {
     private let feed: PostgresFeed
     private let news: any HeadSubscriber
     private let pollInterval: Duration
+    private let heartbeat: Duration
     private let logger: Logger
     private let listening = Atomic<Bool>(false)
+    /// Whether a connection ever listened, so that the next one counts as a reconnection.
+    private let listenedBefore = Atomic<Bool>(false)
     private let reconnects = Atomic<Int>(0)
     /// Called after each reconnection (not the first connection).
     private let onReconnect: @Sendable () -> Void
 
     public init(
-        feed: PostgresFeed, news: any HeadSubscriber, pollInterval: Duration, logger: Logger, onReconnect: @escaping @Sendable () -> Void = {}
+        feed: PostgresFeed, news: any HeadSubscriber, pollInterval: Duration, heartbeat: Duration = .seconds(5), logger: Logger,
+        onReconnect: @escaping @Sendable () -> Void = {}
     ) {
         self.feed = feed
         self.news = news
         self.pollInterval = pollInterval
+        self.heartbeat = heartbeat
         self.logger = logger
         self.onReconnect = onReconnect
     }
@@ -50,37 +62,45 @@ public final class HeadListener: Service, Sendable {
 
     private func listen() async {
         var backoff = Self.firstBackoff
-        var connectedBefore = false
+        var attempt = 0
         while !Task.isCancelled {
             do {
                 try await feed.migrated()
-                try await feed.client.withConnection { connection in
-                    try await connection.listen(on: PostgresFeed.notificationChannel) { notifications in
-                        if connectedBefore {
-                            self.reconnects.add(1, ordering: .relaxed)
-                            self.onReconnect()
-                            self.logger.notice("Listening for news again")
-                        }
-                        connectedBefore = true
-                        backoff = Self.firstBackoff
-                        // Whatever committed while nobody listened; only then is the instance ready.
-                        await self.catchUpWatchedFeeds()
-                        self.listening.store(true, ordering: .relaxed)
-                        for try await notification in notifications {
-                            guard let notice = HeadNotice(payload: notification.payload) else {
-                                // Not a notice this version sends: whatever moved, the heads say.
-                                await self.catchUpWatchedFeeds()
-                                continue
+                attempt += 1
+                let connection = try await PostgresConnection.connect(configuration: feed.direct, id: attempt, logger: logger)
+                defer { Task { try? await connection.close() } }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await self.beat(connection) }
+                    group.addTask {
+                        try await connection.listen(on: PostgresFeed.notificationChannel) { notifications in
+                            if self.listenedBefore.exchange(true, ordering: .relaxed) {
+                                self.reconnects.add(1, ordering: .relaxed)
+                                self.onReconnect()
+                                self.logger.notice("Listening for news again")
                             }
-                            // A burst of commits: the first read reaches the newest head.
-                            guard let known = self.news.knownHead(of: notice.feed), notice.head > known else { continue }
-                            await self.news.headMayHaveMoved(in: self.feed.view(notice.feed), named: notice.feed)
+                            // Whatever committed while nobody listened; only then is the instance ready.
+                            await self.catchUpWatchedFeeds()
+                            self.listening.store(true, ordering: .relaxed)
+                            for try await notification in notifications {
+                                guard let notice = HeadNotice(payload: notification.payload) else {
+                                    // Not a notice this version sends: whatever moved, the heads say.
+                                    await self.catchUpWatchedFeeds()
+                                    continue
+                                }
+                                // A burst of commits: the first read reaches the newest head.
+                                guard let known = self.news.knownHead(of: notice.feed), notice.head > known else { continue }
+                                await self.news.headMayHaveMoved(in: self.feed.view(notice.feed), named: notice.feed)
+                            }
                         }
                     }
+                    // Whichever ends first, the heartbeat failing or the notifications, ends both.
+                    defer { group.cancelAll() }
+                    try await group.next()
                 }
-                listening.store(false, ordering: .relaxed)
+                // A connection that listened starts the backoff afresh.
+                if listening.exchange(false, ordering: .relaxed) { backoff = Self.firstBackoff }
             } catch {
-                listening.store(false, ordering: .relaxed)
+                if listening.exchange(false, ordering: .relaxed) { backoff = Self.firstBackoff }
                 if Task.isCancelled { return }
                 logger.warning(
                     "The news connection to PostgreSQL failed; trying again",
@@ -88,6 +108,32 @@ public final class HeadListener: Service, Sendable {
             }
             try? await Task.sleep(for: backoff)
             backoff = min(backoff * 2, Self.longestBackoff)
+        }
+    }
+
+    /// A round trip on `connection` every `heartbeat`, each answered within another; throws
+    /// when one is not, having closed the connection (which ends its notifications too).
+    private func beat(_ connection: PostgresConnection) async throws {
+        struct Silent: Error, CustomStringConvertible {
+            var description: String { "PostgreSQL did not answer a round trip on the news connection" }
+        }
+        while true {
+            try await Task.sleep(for: heartbeat)
+            let answered = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try await connection.query("SELECT 1", logger: self.logger)
+                    return true
+                }
+                group.addTask {
+                    try await Task.sleep(for: self.heartbeat)
+                    // A query sent on a silent network waits for ever: closing is what ends it.
+                    try? await connection.close()
+                    return false
+                }
+                defer { group.cancelAll() }
+                return try await group.next() ?? false
+            }
+            guard answered else { throw Silent() }
         }
     }
 
@@ -113,5 +159,5 @@ public final class HeadListener: Service, Sendable {
     }
 
     static let firstBackoff: Duration = .milliseconds(100)
-    static let longestBackoff: Duration = .seconds(5)
+    static let longestBackoff: Duration = .seconds(2)
 }

@@ -11,6 +11,9 @@ import Synchronization
 /// including that Sync, half-closes the server's side (it reads the `COMMIT`, then the end of
 /// its input) and closes the client's at once. A simple Query ('Q') `COMMIT` is cut after
 /// itself.
+///
+/// It can also go silent: while ``silent`` is set, nothing passes either way and nothing is
+/// closed, as on a network that stopped answering without a reset.
 final class CommitCuttingProxy: Sendable {
     enum Cut: Hashable, Sendable {
         case pass
@@ -47,27 +50,37 @@ final class CommitCuttingProxy: Sendable {
 
     let port: Int
     let policy: Policy
+    /// While set, every byte either way is dropped.
+    let silent: Silence
     private let channel: any Channel
 
-    private init(channel: any Channel, policy: Policy) {
+    final class Silence: Sendable {
+        private let value = Atomic<Bool>(false)
+        var isOn: Bool { value.load(ordering: .relaxed) }
+        func set(_ on: Bool) { value.store(on, ordering: .relaxed) }
+    }
+
+    private init(channel: any Channel, policy: Policy, silent: Silence) {
         self.channel = channel
         self.policy = policy
+        self.silent = silent
         self.port = channel.localAddress?.port ?? 0
     }
 
     static func start(to host: String, port: Int) async throws -> CommitCuttingProxy {
         let target = try SocketAddress.makeAddressResolvingHost(host, port: port)
         let policy = Policy()
+        let silent = Silence()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.autoRead, value: false)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(FrontendHandler(target: target, policy: policy))
+                    try channel.pipeline.syncOperations.addHandler(FrontendHandler(target: target, policy: policy, silent: silent))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        return CommitCuttingProxy(channel: channel, policy: policy)
+        return CommitCuttingProxy(channel: channel, policy: policy, silent: silent)
     }
 
     func close() async {
@@ -81,6 +94,7 @@ private final class FrontendHandler: ChannelInboundHandler {
 
     private let target: SocketAddress
     private let policy: CommitCuttingProxy.Policy
+    private let silent: CommitCuttingProxy.Silence
     private var peer: (any Channel)?
     private var pending = ByteBuffer()
     private var startedUp = false
@@ -88,17 +102,19 @@ private final class FrontendHandler: ChannelInboundHandler {
     private var cutAtSync = false
     private var done = false
 
-    init(target: SocketAddress, policy: CommitCuttingProxy.Policy) {
+    init(target: SocketAddress, policy: CommitCuttingProxy.Policy, silent: CommitCuttingProxy.Silence) {
         self.target = target
         self.policy = policy
+        self.silent = silent
     }
 
     func channelActive(context: ChannelHandlerContext) {
         let client = context.channel
+        let silent = silent
         let connected = ClientBootstrap(group: context.eventLoop)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(BackendHandler(client: client))
+                    try channel.pipeline.syncOperations.addHandler(BackendHandler(client: client, silent: silent))
                 }
             }
             .connect(to: target)
@@ -123,7 +139,7 @@ private final class FrontendHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !done, let peer else { return }
+        guard !done, let peer, !silent.isOn else { return }
         var bytes = unwrapInboundIn(data)
         pending.writeBuffer(&bytes)
         while let (type, message) = nextMessage() {
@@ -207,12 +223,15 @@ private final class BackendHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
     private let client: any Channel
+    private let silent: CommitCuttingProxy.Silence
 
-    init(client: any Channel) {
+    init(client: any Channel, silent: CommitCuttingProxy.Silence) {
         self.client = client
+        self.silent = silent
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !silent.isOn else { return }
         client.write(unwrapInboundIn(data), promise: nil)
     }
 
