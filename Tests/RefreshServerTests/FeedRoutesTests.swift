@@ -51,6 +51,9 @@ import Testing
             #expect(main.count == 3)
             #expect(ids(try await server.get("/api/feeds/main/items")) == main)
             #expect(try await server.get("/api/feeds/main").json["head"] as? Int == 3)
+            // A name percent-encoded in the path, as encodeURIComponent writes it, is the name.
+            #expect(ids(try await server.get("/api/feeds/user%3A42/items")) == ["b", "a"])
+            #expect(try await server.get("/api/feeds/user%3a42").json["head"] as? Int == 2)
             // A cursor names an item of the feed read, not of another.
             #expect(ids(try await server.get("/api/feeds/user:42/items?before=b")) == ["a"])
             #expect(try await server.get("/api/feeds/user:43/items?before=b").status == 404)

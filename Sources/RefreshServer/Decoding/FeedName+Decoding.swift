@@ -1,3 +1,4 @@
+import Foundation
 import RefreshFeed
 
 extension FeedName {
@@ -10,5 +11,11 @@ extension FeedName {
                 "\(field) must be 1 to \(maximumLength) letters, digits and ._~:@-, starting with a letter or a digit.")
         }
         return name
+    }
+
+    /// A name as a path segment carries it: percent-encoded or not (`user%3A42` is
+    /// `user:42`, as `encodeURIComponent` writes it), then checked like any other.
+    static func decoded(pathSegment segment: String, field: String) throws(APIError) -> FeedName {
+        try decoded(segment.removingPercentEncoding ?? segment, field: field)
     }
 }

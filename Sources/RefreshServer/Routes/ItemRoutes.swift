@@ -18,7 +18,7 @@ struct ItemRoutes: Sendable {
     /// The feed the path names; `main` for a path without one.
     private func name(_ context: Context) throws(APIError) -> FeedName {
         guard let text = context.parameters.get(Self.feedParameter) else { return .main }
-        return try FeedName.decoded(text, field: "The feed's name")
+        return try FeedName.decoded(pathSegment: text, field: "The feed's name")
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> Response {
