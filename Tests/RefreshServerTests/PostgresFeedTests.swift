@@ -131,14 +131,9 @@ struct PostgresFeedTests {
         let url = try await TestPostgres.freshDatabase()
         let writer = try TestPostgres.feed(url: url)
         _ = try await writer.appliedMigrations()
-        let location = try PostgresLocation(url: url)
-        let proxy = try await CommitCuttingProxy.start(to: location.host, port: location.port)
+        let (proxy, proxiedURL) = try await Self.proxy(to: url)
         defer { Task { await proxy.close() } }
-        var components = try #require(URLComponents(string: url))
-        components.host = "127.0.0.1"
-        components.port = proxy.port
-        components.query = "sslmode=disable"
-        let reader = try TestPostgres.feed(url: try #require(components.string))
+        let reader = try TestPostgres.feed(url: proxiedURL)
         let feeds = FeedRegistry(feed: reader, configuration: ServerConfiguration(), metrics: ServerMetrics())
         let news = try feeds.join(.main).news
         let listener = HeadListener(
@@ -147,16 +142,71 @@ struct PostgresFeedTests {
         defer { running.cancel() }
         try await eventually("it listens") { listener.isListening }
 
-        proxy.silent.set(true)
+        proxy.faults.silent = true
         let silenced = ContinuousClock.now
         try await eventually("the silence is noticed") { !listener.isListening }
         #expect(ContinuousClock.now - silenced < .seconds(5), "within two heartbeats, and some slack for a loaded machine")
         _ = try await writer.publish([FeedItem(id: "meanwhile", title: "Meanwhile", published: Timestamp(milliseconds: 1))])
 
-        proxy.silent.set(false)
+        proxy.faults.silent = false
         try await eventually("it listens again") { listener.isListening }
         try await eventually("what committed meanwhile is told") { news.position == 1 }
         #expect(listener.reconnectCount >= 1)
+    }
+
+    /// An instance whose release of the upstream lock fails (the statement errs, the
+    /// connection stays up) closes that connection, which releases the lock: the next refresh,
+    /// on another instance, takes it at once instead of waiting behind a lock nobody holds.
+    @Test func anUpstreamLockThatCannotBeReleasedIsReleasedByClosingItsConnection() async throws {
+        let url = try await TestPostgres.freshDatabase()
+        try await Upstream.run { port, _ in
+            let upstreams = { [FeedName.main: try UpstreamSet(urls: ["http://127.0.0.1:\(port)/feed"])] }
+            let (proxy, proxiedURL) = try await Self.proxy(to: url)
+            defer { Task { await proxy.close() } }
+            let first = try TestPostgres.feed(url: proxiedURL, upstreams: try upstreams())
+            let second = try TestPostgres.feed(url: url, upstreams: try upstreams())
+            _ = try await second.appliedMigrations()
+            proxy.faults.failing = "pg_advisory_unlock"
+            let update = try await first.update { _ in }
+            #expect(update.added == 12, "the refresh stands: the lock went with its connection")
+            let stages = Stages()
+            let next = Task { try await second.update { stages.append($0.stage) } }
+            let deadline = Task {
+                try await Task.sleep(for: .seconds(5))
+                next.cancel()
+            }
+            _ = try? await next.value
+            deadline.cancel()
+            #expect(!stages.all.contains("waiting"), "\(stages.all)")
+            #expect(stages.all.last == "done" || stages.all.contains("storing") || stages.all.contains("parsing"), "\(stages.all)")
+        }
+    }
+
+    /// However long PostgreSQL was gone, the news connection is made again within seconds of
+    /// its return: the listener's own backoff stops at 2 s.
+    @Test func theNewsConnectionComesBackWithinSecondsOfALongOutage() async throws {
+        let url = try await TestPostgres.freshDatabase()
+        _ = try await TestPostgres.feed(url: url).appliedMigrations()
+        let (proxy, proxiedURL) = try await Self.proxy(to: url)
+        defer { Task { await proxy.close() } }
+        let reader = try TestPostgres.feed(url: proxiedURL)
+        let feeds = FeedRegistry(feed: reader, configuration: ServerConfiguration(), metrics: ServerMetrics())
+        _ = try feeds.join(.main)
+        let listener = HeadListener(
+            feed: reader, news: feeds, pollInterval: .seconds(600), heartbeat: .milliseconds(300), logger: TestPostgres.logger)
+        let running = Task { try await listener.run() }
+        defer { running.cancel() }
+        try await eventually("it listens") { listener.isListening }
+        // Down: what was open goes quiet, and every new connection is refused.
+        proxy.faults.refusing = true
+        proxy.faults.silent = true
+        try await eventually("the outage is noticed") { !listener.isListening }
+        try await Task.sleep(for: .seconds(6))
+        proxy.faults.silent = false
+        proxy.faults.refusing = false
+        let back = ContinuousClock.now
+        try await eventually("it listens again") { listener.isListening }
+        #expect(ContinuousClock.now - back < .seconds(4), "within the 2 s backoff and a connection's set-up")
     }
 
     /// The connection cut right after `COMMIT` was forwarded (it commits, its answer is lost)
@@ -242,6 +292,17 @@ struct PostgresFeedTests {
     }
 
     // MARK: - Helpers
+
+    /// A proxy in front of the database at `url`, and the URL that reaches it through it.
+    private static func proxy(to url: String) async throws -> (CommitCuttingProxy, String) {
+        let location = try PostgresLocation(url: url)
+        let proxy = try await CommitCuttingProxy.start(to: location.host, port: location.port)
+        var components = try #require(URLComponents(string: url))
+        components.host = "127.0.0.1"
+        components.port = proxy.port
+        components.query = "sslmode=disable"
+        return (proxy, try #require(components.string))
+    }
 
     /// A listener for a server with a session on `main`, and that feed's news.
     private func listening(url: String, poll: Duration) throws -> (PostgresFeed, FeedNews, HeadListener) {

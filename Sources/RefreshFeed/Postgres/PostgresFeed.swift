@@ -116,14 +116,16 @@ public final class PostgresFeed: FeedSource, FeedStore, Sendable {
         // connection that dies releases it.
         return try await client.withConnection { connection in
             // A lock left held on a pooled connection would stop every later refresh of the
-            // feed, on every instance: a connection that cannot release it is closed, which does.
-            func unlock() async throws {
+            // feed, on every instance: a connection that cannot release it is closed, which
+            // releases it too. Either way the lock is gone, so the refresh's outcome stands.
+            func unlock() async {
                 do {
                     try await connection.query("SELECT pg_advisory_unlock(\(lockClass), hashtext(\(feed)))", logger: logger)
                 } catch {
-                    logger.warning("The upstream lock could not be released; closing its connection", metadata: ["feed": "\(feed)"])
+                    logger.warning(
+                        "The upstream lock could not be released; closing its connection",
+                        metadata: ["feed": "\(feed)", "error": "\(String(reflecting: error))"])
                     try? await connection.close()
-                    throw error
                 }
             }
             var waited = false
@@ -138,19 +140,18 @@ public final class PostgresFeed: FeedSource, FeedStore, Sendable {
             }
             if waited {
                 // The other instance's refresh has ended: what it stored is in the feed.
-                try await unlock()
+                await unlock()
                 progress(FeedProgress(fraction: 1, stage: "done", message: "Refreshed by another instance"))
                 return FeedUpdate(added: 0, message: "Up to date")
             }
-            let update: FeedUpdate
+            let update: Result<FeedUpdate, any Error>
             do {
-                update = try await refresh()
+                update = .success(try await refresh())
             } catch {
-                try? await unlock()
-                throw error
+                update = .failure(error)
             }
-            try await unlock()
-            return update
+            await unlock()
+            return try update.get()
         }
     }
 }

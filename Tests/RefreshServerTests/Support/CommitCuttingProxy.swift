@@ -12,8 +12,10 @@ import Synchronization
 /// its input) and closes the client's at once. A simple Query ('Q') `COMMIT` is cut after
 /// itself.
 ///
-/// It can also go silent: while ``silent`` is set, nothing passes either way and nothing is
-/// closed, as on a network that stopped answering without a reset.
+/// It has other faults too (``Faults``): going silent (nothing passes either way and nothing
+/// is closed, as on a network that stopped answering without a reset), refusing new
+/// connections (as while PostgreSQL is down), and making the statements that contain a given
+/// text fail on a connection that stays up.
 final class CommitCuttingProxy: Sendable {
     enum Cut: Hashable, Sendable {
         case pass
@@ -50,37 +52,57 @@ final class CommitCuttingProxy: Sendable {
 
     let port: Int
     let policy: Policy
-    /// While set, every byte either way is dropped.
-    let silent: Silence
+    let faults: Faults
     private let channel: any Channel
 
-    final class Silence: Sendable {
-        private let value = Atomic<Bool>(false)
-        var isOn: Bool { value.load(ordering: .relaxed) }
-        func set(_ on: Bool) { value.store(on, ordering: .relaxed) }
+    final class Faults: Sendable {
+        private struct State {
+            var silent = false
+            var refusing = false
+            var failing: String?
+        }
+
+        private let state = Mutex(State())
+
+        /// While set, every byte either way is dropped.
+        var silent: Bool {
+            get { state.withLock { $0.silent } }
+            set { state.withLock { $0.silent = newValue } }
+        }
+        /// While set, a new connection is closed as soon as it is accepted.
+        var refusing: Bool {
+            get { state.withLock { $0.refusing } }
+            set { state.withLock { $0.refusing = newValue } }
+        }
+        /// A statement whose text contains this is sent as one that fails (division by zero)
+        /// with the same parameters, and answered with PostgreSQL's error.
+        var failing: String? {
+            get { state.withLock { $0.failing } }
+            set { state.withLock { $0.failing = newValue } }
+        }
     }
 
-    private init(channel: any Channel, policy: Policy, silent: Silence) {
+    private init(channel: any Channel, policy: Policy, faults: Faults) {
         self.channel = channel
         self.policy = policy
-        self.silent = silent
+        self.faults = faults
         self.port = channel.localAddress?.port ?? 0
     }
 
     static func start(to host: String, port: Int) async throws -> CommitCuttingProxy {
         let target = try SocketAddress.makeAddressResolvingHost(host, port: port)
         let policy = Policy()
-        let silent = Silence()
+        let faults = Faults()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.autoRead, value: false)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(FrontendHandler(target: target, policy: policy, silent: silent))
+                    try channel.pipeline.syncOperations.addHandler(FrontendHandler(target: target, policy: policy, faults: faults))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        return CommitCuttingProxy(channel: channel, policy: policy, silent: silent)
+        return CommitCuttingProxy(channel: channel, policy: policy, faults: faults)
     }
 
     func close() async {
@@ -94,7 +116,7 @@ private final class FrontendHandler: ChannelInboundHandler {
 
     private let target: SocketAddress
     private let policy: CommitCuttingProxy.Policy
-    private let silent: CommitCuttingProxy.Silence
+    private let faults: CommitCuttingProxy.Faults
     private var peer: (any Channel)?
     private var pending = ByteBuffer()
     private var startedUp = false
@@ -102,19 +124,24 @@ private final class FrontendHandler: ChannelInboundHandler {
     private var cutAtSync = false
     private var done = false
 
-    init(target: SocketAddress, policy: CommitCuttingProxy.Policy, silent: CommitCuttingProxy.Silence) {
+    init(target: SocketAddress, policy: CommitCuttingProxy.Policy, faults: CommitCuttingProxy.Faults) {
         self.target = target
         self.policy = policy
-        self.silent = silent
+        self.faults = faults
     }
 
     func channelActive(context: ChannelHandlerContext) {
+        guard !faults.refusing else {
+            done = true
+            context.close(promise: nil)
+            return
+        }
         let client = context.channel
-        let silent = silent
+        let faults = faults
         let connected = ClientBootstrap(group: context.eventLoop)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(BackendHandler(client: client, silent: silent))
+                    try channel.pipeline.syncOperations.addHandler(BackendHandler(client: client, faults: faults))
                 }
             }
             .connect(to: target)
@@ -139,7 +166,7 @@ private final class FrontendHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !done, let peer, !silent.isOn else { return }
+        guard !done, let peer, !faults.silent else { return }
         var bytes = unwrapInboundIn(data)
         pending.writeBuffer(&bytes)
         while let (type, message) = nextMessage() {
@@ -152,7 +179,7 @@ private final class FrontendHandler: ChannelInboundHandler {
                 continue
             }
             guard let type, Self.isCommit(type, message) else {
-                peer.write(message, promise: nil)
+                peer.write(Self.failingIfAsked(type, message, faults.failing), promise: nil)
                 continue
             }
             switch policy.nextCut() {
@@ -201,6 +228,29 @@ private final class FrontendHandler: ChannelInboundHandler {
         return (type, message)
     }
 
+    /// A Parse ('P') of a statement containing `fragment` becomes one of the same name and
+    /// parameters that fails when executed; any other message is left as it is.
+    private static func failingIfAsked(_ type: UInt8?, _ message: ByteBuffer, _ fragment: String?) -> ByteBuffer {
+        guard let fragment, type == UInt8(ascii: "P") else { return message }
+        var body = message
+        body.moveReaderIndex(forwardBy: 5)
+        guard let name = body.readNullTerminatedString(), let query = body.readNullTerminatedString(), query.contains(fragment) else {
+            return message
+        }
+        // Parameters must still be used for their declared types to stand: `$n IS NULL` uses each.
+        let count = body.getInteger(at: body.readerIndex, as: Int16.self) ?? 0
+        let uses = (0..<Int(count)).map { " AND $\($0 + 1) IS NULL" }.joined()
+        var rewritten = ByteBuffer()
+        rewritten.writeInteger(UInt8(ascii: "P"))
+        let lengthAt = rewritten.writerIndex
+        rewritten.writeInteger(Int32(0))
+        rewritten.writeNullTerminatedString(name)
+        rewritten.writeNullTerminatedString("SELECT 1 / 0 WHERE true" + uses)
+        rewritten.writeImmutableBuffer(body)
+        rewritten.setInteger(Int32(rewritten.writerIndex - lengthAt), at: lengthAt)
+        return rewritten
+    }
+
     private static func isCommit(_ type: UInt8, _ message: ByteBuffer) -> Bool {
         var body = message
         body.moveReaderIndex(forwardBy: 5)
@@ -223,15 +273,15 @@ private final class BackendHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
     private let client: any Channel
-    private let silent: CommitCuttingProxy.Silence
+    private let faults: CommitCuttingProxy.Faults
 
-    init(client: any Channel, silent: CommitCuttingProxy.Silence) {
+    init(client: any Channel, faults: CommitCuttingProxy.Faults) {
         self.client = client
-        self.silent = silent
+        self.faults = faults
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !silent.isOn else { return }
+        guard !faults.silent else { return }
         client.write(unwrapInboundIn(data), promise: nil)
     }
 
