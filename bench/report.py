@@ -70,15 +70,16 @@ for count in sorted({run["streams"] for run in runs if run["mode"] == "news" and
 
 
 def rate_key(run):
-    return run["streams"], run["publishers"], run["seconds"]
+    return run["streams"], run["publishers"], run["seconds"], run.get("feeds", 1)
 
 
 for key in sorted({rate_key(run) for run in runs if run["mode"] == "publish-rate"}):
     cluster, sqlite = (next((run for run in runs if run["mode"] == "publish-rate" and run["kind"] == kind
                              and rate_key(run) == key), None) for kind in ("cluster", "sqlite"))
     heads = [run and f"{run['streamsAtFinalHead']:,} of {run['streams']:,}" for run in (cluster, sqlite)]
-    streams, publishers, seconds = key
-    prefix = f"C2 {publishers} publishers for {seconds:g} s, {streams:,} sessions listening"
+    streams, publishers, seconds, feeds = key
+    on = f" on {feeds} feeds" if feeds > 1 else ""
+    prefix = f"C2 {publishers} publishers{on} for {seconds:g} s, {streams:,} sessions listening"
     cluster_rows.append((f"{prefix}, publishes/s answered 201", cluster and cluster["publishesPerSecond"],
                          sqlite and sqlite["publishesPerSecond"], "/s"))
     for field, label, unit in (("p50us", "publish p50", "µs"), ("p99us", "publish p99", "µs"),

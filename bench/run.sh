@@ -49,12 +49,12 @@ bin=$(swift build "${build_flags[@]}" --show-bin-path)
 if [ "$smoke" = yes ]; then
     l1_samples=300; l2_counts="5"; l2_seconds=2; fan_counts="20"; fan_rounds=2; memory_counts="20"
     news_counts="200"; news_rounds=2; isolation_counts="50"; isolation_rounds=2
-    cluster_counts="30"; cluster_rounds=2; rate_counts="30"; rate_publishers=2; rate_seconds=2
+    cluster_counts="30"; cluster_rounds=2; rate_counts="30"; rate_publishers=2; rate_seconds=2; rate_feeds="2"
     out=$(mktemp -d)
 else
     l1_samples=10000; l2_counts="100 1000"; l2_seconds=20; fan_counts="1000 10000"; fan_rounds=5; memory_counts="1000 10000"
     news_counts="1000 10000"; news_rounds=5; isolation_counts="10000"; isolation_rounds=5
-    cluster_counts="1000 10000"; cluster_rounds=5; rate_counts="10 1000"; rate_publishers=8; rate_seconds=20
+    cluster_counts="1000 10000"; cluster_rounds=5; rate_counts="10 1000"; rate_publishers=8; rate_seconds=20; rate_feeds="1 8"
     # 10,000 streams take as many descriptors in the client and in the server.
     if [ "$(ulimit -n)" -lt 10100 ]; then
         echo "the open-file limit is $(ulimit -n) (hard limit $(ulimit -Hn)); 10,000 streams need about 10,100" >&2
@@ -234,11 +234,14 @@ if [[ $figures == *" cluster "* ]]; then
             start_setup "$setup"; measure_setup "$setup" news --count "$count" --rounds "$cluster_rounds"; stop_setup
         done
     done
-    for count in $rate_counts; do
-        for setup in cluster sqlite; do
-            start_setup "$setup"
-            measure_setup "$setup" publish-rate --count "$count" --publishers "$rate_publishers" --seconds "$rate_seconds"
-            stop_setup
+    # The publishers on one feed, then dealt over several (each feed its own head row).
+    for feeds in $rate_feeds; do
+        for count in $rate_counts; do
+            for setup in cluster sqlite; do
+                start_setup "$setup"
+                measure_setup "$setup" publish-rate --count "$count" --publishers "$rate_publishers" --seconds "$rate_seconds" --feeds "$feeds"
+                stop_setup
+            done
         done
     done
     scripts/postgres stop "$postgres_dir"

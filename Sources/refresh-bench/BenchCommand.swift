@@ -52,6 +52,10 @@ struct BenchCommand: AsyncParsableCommand {
     )
     var publishTo: Endpoints?
     @Option(help: "Concurrent publishers for publish-rate, each on a kept-alive connection of its own.") var publishers = 4
+    @Option(
+        help:
+            "Feeds publish-rate writes to (1: the server's default feed; more: feeds of their own, the sessions and the publishers dealt over them in turn)."
+    ) var feeds = 1
     @Option(help: "PID of the server, to read its CPU time and memory; repeat it for every instance of a cluster.")
     var serverPid: [Int] = []
     @Option(
@@ -582,30 +586,55 @@ struct BenchCommand: AsyncParsableCommand {
     /// plus one per acknowledged publish: a stream that never gets there lost news, a head
     /// short of it lost an acknowledged item, and a `news` that does not move a stream's head
     /// forward was told twice. Each breaks the run (non-zero exit, after the figures).
+    /// One feed of publish-rate: its sessions, what their streams were told, and where its
+    /// head stood when the publishing began.
+    private struct RateFeed {
+        let name: String?
+        let sessions: ListeningSessions
+        let heads: HeadBoard
+        /// What each stream had been told when the publishing began.
+        var start: [HeadBoard.StreamHead] = []
+        var startHead: Int64 { start.map(\.head).max() ?? 0 }
+    }
+
     private func publishRate(_ server: any Target, into result: inout [String: Any]) async throws {
         let (count, publishers, targets) = (self.count, self.publishers, publishTargets)
-        guard count > 0, publishers > 0, seconds > 0 else { throw BenchError("publish-rate needs --count, --publishers and --seconds above 0") }
+        guard count > 0, publishers > 0, seconds > 0, feeds > 0 else {
+            throw BenchError("publish-rate needs --count, --publishers, --seconds and --feeds above 0")
+        }
+        guard feeds <= count, feeds <= publishers else { throw BenchError("publish-rate needs a session and a publisher per feed at least") }
         let tellLimit = Duration.seconds(30)
-        let heads = HeadBoard(streams: count)
-        let sessions = try await listeningSessions(server, heads: heads, into: &result)
-        defer { sessions.close() }
-        let channel = sessions.channels[0]
         let tag = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        // Feeds of their own, new for the run, each with its share of the sessions.
+        var lanes: [RateFeed] = []
+        defer { for lane in lanes { lane.sessions.close() } }
+        for index in 0..<feeds {
+            let name = feeds == 1 ? nil : "rate-\(tag)-\(index)"
+            let share = count / feeds + (index < count % feeds ? 1 : 0)
+            let heads = HeadBoard(streams: share)
+            let sessions = try await listeningSessions(server, count: share, feed: name, heads: heads, into: &result)
+            lanes.append(RateFeed(name: name, sessions: sessions, heads: heads))
+        }
 
-        // Warm-up: after one publish every stream knows where the feed starts.
-        try await Connection.with(host: targets[0].host, port: targets[0].port) { control in
-            try await control.send(server.news(channel, round: 0, tag: "\(tag)w"))
-            let (status, body) = try await control.response()
-            guard status == 201 else { throw BenchError("the warm-up publish answered \(status): \(body.prefix(200))") }
-        }
-        let warm = await sessions.board.takeArrivals(count, timeout: tellLimit)
-        guard warm.count == count else {
-            throw BenchError("the warm-up publish: \(warm.count) of \(count) streams read its news within \(tellLimit)")
-        }
-        let start = heads.snapshot()
-        let startHead = start.map(\.head).max() ?? 0
-        guard start.allSatisfy({ $0.head == startHead }) else {
-            throw BenchError("after the warm-up publish the streams were told heads from \(start.map(\.head).min() ?? 0) to \(startHead)")
+        // Warm-up: after one publish to each feed every stream knows where its feed starts.
+        for index in lanes.indices {
+            let lane = lanes[index]
+            try await Connection.with(host: targets[0].host, port: targets[0].port) { control in
+                try await control.send(server.news(lane.sessions.channels[0], round: 0, tag: "\(tag)w", feed: lane.name))
+                let (status, body) = try await control.response()
+                guard status == 201 else { throw BenchError("the warm-up publish answered \(status): \(body.prefix(200))") }
+            }
+            let streams = lane.heads.snapshot().count
+            let warm = await lane.sessions.board.takeArrivals(streams, timeout: tellLimit)
+            guard warm.count == streams else {
+                throw BenchError("the warm-up publish: \(warm.count) of \(streams) streams read its news within \(tellLimit)")
+            }
+            let start = lane.heads.snapshot()
+            let startHead = start.map(\.head).max() ?? 0
+            guard start.allSatisfy({ $0.head == startHead }) else {
+                throw BenchError("after the warm-up publish the streams were told heads from \(start.map(\.head).min() ?? 0) to \(startHead)")
+            }
+            lanes[index].start = start
         }
         try await Task.sleep(for: .milliseconds(300))
 
@@ -614,29 +643,41 @@ struct BenchCommand: AsyncParsableCommand {
         let clock = ContinuousClock()
         let began = clock.now
         let deadline = began + .milliseconds(Int64(seconds * 1000))
-        let outcomes = await withTaskGroup(of: PublisherOutcome.self) { group in
+        let writers = lanes.map { ($0.name, $0.sessions.channels[0]) }
+        // Publisher p writes to feed p mod --feeds.
+        let outcomes = await withTaskGroup(of: (Int, PublisherOutcome).self) { group in
             for publisher in 0..<publishers {
                 let endpoint = targets[publisher]
+                let (feed, channel) = writers[publisher % writers.count]
                 group.addTask {
-                    await Self.publish(server, channel: channel, on: endpoint, tag: "\(tag)p\(publisher)", until: deadline)
+                    let outcome = await Self.publish(
+                        server, channel: channel, feed: feed, on: endpoint, tag: "\(tag)p\(publisher)", until: deadline)
+                    return (publisher, outcome)
                 }
             }
-            var all: [PublisherOutcome] = []
+            var all: [(Int, PublisherOutcome)] = []
             for await outcome in group { all.append(outcome) }
-            return all
+            return all.sorted { $0.0 < $1.0 }.map(\.1)
         }
         let publishingSeconds = Self.seconds(clock.now - began)
         let acknowledged = outcomes.reduce(0) { $0 + $1.acknowledged }
-        let expectedHead = startHead + Int64(acknowledged)
-        let allTold = await heads.waitAll(atLeast: expectedHead, timeout: tellLimit)
+        // Each feed's streams must reach its own head: its start and its publishers' 201s.
+        var expected: [Int64] = lanes.map(\.startHead)
+        for (publisher, outcome) in outcomes.enumerated() { expected[publisher % lanes.count] += Int64(outcome.acknowledged) }
+        var allTold = true
+        for (lane, head) in zip(lanes, expected) where !(await lane.heads.waitAll(atLeast: head, timeout: tellLimit)) { allTold = false }
         let cpuAtEnd = probes.read()
         let windowSeconds = Self.seconds(clock.now - began)
-        var final = heads.snapshot()
-        let finalHead = final.map(\.head).max() ?? 0
-        if finalHead > expectedHead {
-            // A publish that got no 201 committed all the same: wait for its news too.
-            _ = await heads.waitAll(atLeast: finalHead, timeout: .seconds(5))
-            final = heads.snapshot()
+        var finals: [[HeadBoard.StreamHead]] = []
+        for (lane, head) in zip(lanes, expected) {
+            var final = lane.heads.snapshot()
+            let finalHead = final.map(\.head).max() ?? 0
+            if finalHead > head {
+                // A publish that got no 201 committed all the same: wait for its news too.
+                _ = await lane.heads.waitAll(atLeast: finalHead, timeout: .seconds(5))
+                final = lane.heads.snapshot()
+            }
+            finals.append(final)
         }
 
         var latency = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
@@ -648,26 +689,28 @@ struct BenchCommand: AsyncParsableCommand {
         Self.summarize(latency, into: &result)
         result["streams"] = count
         result["publishers"] = publishers
+        result["feeds"] = feeds
         result["seconds"] = seconds
         result["publishingSeconds"] = publishingSeconds
         result["publishes"] = acknowledged
         result["publishesPerSecond"] = Double(acknowledged) / publishingSeconds
         result["notAcknowledged"] = statuses
-        result["startHead"] = startHead
-        result["expectedHead"] = expectedHead
-        result["finalHead"] = finalHead
-        let atFinal = final.filter { $0.head == finalHead }
+        let finalHeads = finals.map { $0.map(\.head).max() ?? 0 }
+        let atFinal = zip(finals, finalHeads).flatMap { final, head in final.filter { $0.head == head } }
+        result["startHead"] = lanes.map(\.startHead).reduce(0, +)
+        result["expectedHead"] = expected.reduce(0, +)
+        result["finalHead"] = finalHeads.reduce(0, +)
         result["streamsAtFinalHead"] = atFinal.count
-        result["committedWithoutAcknowledgement"] = max(0, finalHead - expectedHead)
-        result["newsPerStream"] = Self.median(zip(final, start).map { Double($0.events - $1.events) })
-        let repeats = final.reduce(0) { $0 + $1.repeats }
+        result["committedWithoutAcknowledgement"] = zip(finalHeads, expected).reduce(Int64(0)) { $0 + max(0, $1.0 - $1.1) }
+        result["newsPerStream"] = Self.median(
+            zip(finals, lanes).flatMap { final, lane in zip(final, lane.start).map { Double($0.events - $1.events) } })
+        let repeats = finals.joined().reduce(0) { $0 + $1.repeats }
         result["newsRepeated"] = repeats
-        // From the last publish answered to the last stream told the final head; 0 when every
-        // stream was told before the last answer went out.
+        // From the last publish answered to the last stream told its feed's final head; 0
+        // when every stream was told before the last answer went out.
         let lastAnswered = outcomes.map(\.lastAnswered).max() ?? 0
         let lastTold = atFinal.map(\.nanoseconds).max() ?? lastAnswered
         result["lastStreamMs"] = Double(lastTold - min(lastTold, lastAnswered)) / 1_000_000
-
         let cpu = probes.span(from: cpuAtStart, to: cpuAtEnd)
         if acknowledged > 0 {
             if let server = cpu.server {
@@ -682,13 +725,14 @@ struct BenchCommand: AsyncParsableCommand {
         }
         probes.record(into: &result)
 
-        let nothingLost = allTold && finalHead >= expectedHead && atFinal.count == count
+        let short = zip(finalHeads, expected).filter { $0.0 < $0.1 }
+        let nothingLost = allTold && short.isEmpty && atFinal.count == count
         result["nothingLost"] = nothingLost
-        if finalHead < expectedHead {
+        if let (finalHead, head) = short.first {
             result["brokenInvariant"] =
-                "no stream was told a head past \(finalHead), \(expectedHead - finalHead) short of \(expectedHead) after \(acknowledged) acknowledged publishes: items lost, or news lost on every stream"
+                "no stream of a feed was told a head past \(finalHead), \(head - finalHead) short of \(head) after its acknowledged publishes: items lost, or news lost on every stream"
         } else if !nothingLost {
-            result["brokenInvariant"] = "\(count - atFinal.count) of \(count) streams were not told the final head \(finalHead) within \(tellLimit)"
+            result["brokenInvariant"] = "\(count - atFinal.count) of \(count) streams were not told their feed's final head within \(tellLimit)"
         } else if repeats > 0 {
             result["brokenInvariant"] = "\(repeats) news events told a stream a head it had already been told"
         }
@@ -706,7 +750,7 @@ struct BenchCommand: AsyncParsableCommand {
     /// Posts one new item at a time on a kept-alive connection to `endpoint` until `deadline`,
     /// connecting again if the connection is lost.
     private static func publish(
-        _ server: any Target, channel: String, on endpoint: Endpoint, tag: String, until deadline: ContinuousClock.Instant
+        _ server: any Target, channel: String, feed: String?, on endpoint: Endpoint, tag: String, until deadline: ContinuousClock.Instant
     ) async -> PublisherOutcome {
         var outcome = PublisherOutcome()
         var next = 0
@@ -718,7 +762,7 @@ struct BenchCommand: AsyncParsableCommand {
                     while clock.now < deadline {
                         let sent = clock.now
                         inFlight = true
-                        try await control.send(server.news(channel, round: next, tag: tag))
+                        try await control.send(server.news(channel, round: next, tag: tag, feed: feed))
                         next += 1
                         let (status, _) = try await control.response()
                         inFlight = false
