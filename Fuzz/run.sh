@@ -13,6 +13,8 @@
 #   FUZZ_PARALLEL       1: the targets run side by side for the seconds given, not one after
 #                       another (the wall time of one target instead of all; each gets its
 #                       share of the cores, so fewer runs on a machine with fewer cores than targets)
+#   FUZZ_BUILD_ONLY     1: build the targets and stop (a later run then pays only the
+#                       incremental build)
 #
 # Prints one line per target, in the order of FUZZ_TARGETS: runs executed, coverage (cov: /
 # ft:), corpus size, verdict. Each target's libFuzzer output is in artifacts/fuzz/TARGET.log.
@@ -46,6 +48,7 @@ if ! build_all >"$log" 2>&1; then
     exit 2
 fi
 echo "fuzz: built in $(( $(date +%s) - started ))s ($build, -sanitize=$sanitizers)"
+[ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 bin="$(build_target --show-bin-path 2>/dev/null)"
 
 work="$(mktemp -d /tmp/ptr-fuzz.XXXXXX)"
