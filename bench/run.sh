@@ -8,7 +8,8 @@
 # FIGURES="l1 l2 fanout memory news isolation cluster" picks figures (default: all; the results are
 # then named after them, bench/results/<date>-<figures>.*). SCRATCH_PATH=DIR builds
 # and runs the binaries in DIR (swift build --scratch-path) instead of .build, to stay clear
-# of another build in progress.
+# of another build in progress. BENCH_BIN=DIR runs the refresh-server and refresh-bench
+# already in DIR as they are, building nothing.
 #
 # The cluster figure is not against nchan: three instances sharing a throwaway PostgreSQL
 # (scripts/postgres, in a temporary folder, stopped on exit) against one instance on an
@@ -40,11 +41,18 @@ if ! dpkg -s nginx libnginx-mod-nchan >/dev/null 2>&1; then
 fi
 ulimit -n "$(ulimit -Hn)"
 
-build_flags=(-c "$configuration")
-[ -n "${SCRATCH_PATH:-}" ] && build_flags+=(--scratch-path "$SCRATCH_PATH")
-swift build "${build_flags[@]}" --product refresh-server >/dev/null
-swift build "${build_flags[@]}" --product refresh-bench >/dev/null
-bin=$(swift build "${build_flags[@]}" --show-bin-path)
+if [ -n "${BENCH_BIN:-}" ]; then
+    bin=$(cd "$BENCH_BIN" && pwd)
+    for binary in refresh-server refresh-bench; do
+        [ -x "$bin/$binary" ] || { echo "no $binary in $bin" >&2; exit 2; }
+    done
+else
+    build_flags=(-c "$configuration")
+    [ -n "${SCRATCH_PATH:-}" ] && build_flags+=(--scratch-path "$SCRATCH_PATH")
+    swift build "${build_flags[@]}" --product refresh-server >/dev/null
+    swift build "${build_flags[@]}" --product refresh-bench >/dev/null
+    bin=$(swift build "${build_flags[@]}" --show-bin-path)
+fi
 
 if [ "$smoke" = yes ]; then
     l1_samples=300; l2_counts="5"; l2_seconds=2; fan_counts="20"; fan_rounds=2; memory_counts="20"
@@ -112,11 +120,27 @@ start() {
     if [ "$1" = nchan ]; then measured_pid=$(pgrep -P "$server_pid" | head -n1); fi
 }
 
+# wait_for_close [PORT]: until nothing answers on the port, so the next server can take it.
+wait_for_close() {
+    local port=${1:-$port}
+    for _ in $(seq 100); do
+        curl -s -o /dev/null "http://127.0.0.1:$port/" || return 0
+        sleep 0.05
+    done
+    echo "port $port still answers" >&2
+    return 1
+}
+
+# settle: a full run gives the machine a second between measurements; a smoke run has
+# nothing to measure, so it goes on once the servers are gone.
+settle() { [ "$smoke" = yes ] || sleep 1; }
+
 stop() {
     kill "$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true
+    wait_for_close
     server_pid=""
-    sleep 1
+    settle
 }
 
 measure() { # TARGET MODE [flags…]
@@ -165,8 +189,9 @@ wait_until_ready() { # PORT
 stop_setup() {
     for pid in "${instance_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${instance_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    for index in $(seq "${#instance_pids[@]}"); do wait_for_close "$((port + index))"; done
     instance_pids=()
-    sleep 1
+    settle
 }
 
 measure_setup() { # cluster|sqlite MODE [flags…]

@@ -1,17 +1,20 @@
-"""A soak: pick(120, 1800) s of 100 pages, each with its session and its stream, dragging
+"""A soak: pick(75, 1800) s of 100 pages, each with its session and its stream, dragging
 as people do (a pull of half a second to a second, one sample per frame at 60 Hz with one
 request in flight, then a release that refreshes when it is past the threshold, then a rest
 of 2 to 6 s), while an item is published every second (POST /api/items, JSON).
 
 What must hold:
-- resident memory and open descriptors are flat: after a warm-up (pick(30, 300) s, the
-  time the replay rings take to fill: --replay-buffer pick(32, 256) events a session at
-  about one refresh of 6 ring events every 4 to 7 s), the mean RSS of the last third is
-  within 10 % + 4 MiB of the first third's (malloc keeps freed pages in its arenas and
-  the rings' events differ in size; a leak of a few hundred bytes a request would be
-  tens of MiB here), and the most descriptors in the last third are at most 10 above
-  the first third's (every connection is kept alive, so the count is flat but for a
-  request caught between two samples). Every 5 s is in artifacts/chaos/soak.csv;
+- resident memory and open descriptors are flat: after a warm-up (pick(20, 300) s, the
+  time the replay rings take to fill: --replay-buffer pick(16, 256) events a session at
+  about one refresh of 6 ring events every 4 to 7 s; in the short profile RSS levels off
+  after about 10 s), the mean RSS of the last third is within 10 % + 4 MiB of the first
+  third's (malloc keeps freed pages in its arenas and the rings' events differ in size),
+  and the most descriptors in the last third are at most 10 above the first third's (every
+  connection is kept alive, so the count is flat but for a request caught between two
+  samples). A sample every pick(2.5, 5) s, eight or more to a third in the short profile,
+  is in artifacts/chaos/soak.csv. The short profile's 75 s at about 900 samples a second
+  fail the bound for a leak of 260 bytes a request or more, or of one descriptor every
+  other publish (the full profile's, of about a dozen bytes a request);
 - no answer but 200, 201, 202 and 429 (a page over its sample rate is told to slow down);
 - every publish reaches every session's stream: a `news` whose head is at or past its
   position, or the item (or a head past it) in an `items` event, within 5 s; news heads
@@ -19,6 +22,7 @@ What must hold:
   the end every stream has been told the feed's final head; no stream ended.
 """
 import asyncio
+import contextlib
 import os
 import random
 import tempfile
@@ -27,11 +31,12 @@ import time
 from lib import (ARTIFACTS, EventStream, HTTPClient, Monitor, Server, check, figure, finish, pick, raise_fd_limit,
                  rest_sample)
 
-SECONDS = pick(120, 1800)
+SECONDS = pick(75, 1800)
 SESSIONS = 100
-WARM_UP = pick(30, 300)
-REPLAY = pick(32, 256)
+WARM_UP = pick(20, 300)
+REPLAY = pick(16, 256)
 NEWS_BOUND = 5.0
+MONITOR_EVERY = pick(2.5, 5.0)
 
 
 async def main():
@@ -60,13 +65,19 @@ async def main():
     base = max(h for h in heads if h is not None)
 
     stop = asyncio.Event()
+
+    async def rest(seconds):
+        """Sleeps, but no longer than until the soak ends, so it ends when its time is up."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), seconds)
+
     published = []  # (item id, time its publish was sent)
     samples = [0]
 
     async def page(session):
         client = HTTPClient(host, port)
         seq, t = 1, 0
-        await asyncio.sleep(random.random() * 4)
+        await rest(random.random() * 4)
         while not stop.is_set():
             frames = random.randint(30, 60)
             depth = random.choice([60, 110, 130])  # under the threshold (80) now and then
@@ -82,7 +93,7 @@ async def main():
             for sample in ({"seq": seq, "t": t, "y": -depth, "phase": "release"}, rest_sample(seq + 1, t + 300)):
                 count((await client.request("POST", f"/api/sessions/{session}/samples", sample))[0])
             seq, t = seq + 2, t + 600
-            await asyncio.sleep(2 + 4 * random.random())
+            await rest(2 + 4 * random.random())
         client.close()
 
     async def publisher():
@@ -96,10 +107,10 @@ async def main():
             count(status)
             if status == 201:
                 published.append((body["items"][0]["id"], began))
-            await asyncio.sleep(max(0, 1 - (time.monotonic() - began)))
+            await rest(max(0, 1 - (time.monotonic() - began)))
         client.close()
 
-    monitor = Monitor(server, every=5.0, csv_path=ARTIFACTS / "soak.csv").start()
+    monitor = Monitor(server, every=MONITOR_EVERY, csv_path=ARTIFACTS / "soak.csv").start()
     began = time.monotonic()
     cpu_began = server.cpu_seconds()
     tasks = [asyncio.create_task(page(s)) for s in sessions] + [asyncio.create_task(publisher())]
