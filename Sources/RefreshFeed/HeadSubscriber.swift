@@ -13,8 +13,8 @@ public protocol HeadSubscriber: Sendable {
     /// notifications costs one read of the head, not one each; `nil` for a feed it does not
     /// watch, whose notifications are dropped unread.
     func knownHead(of feed: FeedName) -> FeedPosition?
-    /// The head of `feed` (named `name`) may have moved: read it from the feed and tell
-    /// whoever waits for it. Called after a notification for a watched feed, after each
-    /// (re)connection and by the slow poll for a watched feed whose head is past the known one.
-    func headMayHaveMoved(in feed: any FeedSource, named name: FeedName) async
+    /// The head of `feed` may have moved: read it and tell whoever waits for it. Called after
+    /// a notification for a watched feed, after each (re)connection and by the slow poll for a
+    /// watched feed whose head is past the known one.
+    func headMayHaveMoved(in feed: FeedName) async
 }

@@ -63,7 +63,9 @@ public enum RefreshApplication {
                 host: configuration.host, port: configuration.port, group: group, maxHeadBytes: configuration.maxHeadBytes,
                 steerByClient: configuration.steerByClient, logger: logger, makeHandler: { ConnectionHandler(application: routes) },
                 onServerRunning: onServerRunning))
-        let maintenance = SessionMaintenance(sessions: parts.sessions, feeds: parts.feeds, keepaliveInterval: configuration.keepaliveInterval)
+        let maintenance = SessionMaintenance(
+            sessions: parts.sessions, feeds: parts.feeds, keepaliveInterval: configuration.keepaliveInterval,
+            catchUpInterval: listener == nil ? configuration.keepaliveInterval : nil)
         let groupCloser: [any Service] = ownGroup.map { [EventLoopGroupCloser(group: $0)] } ?? []
         return ServiceGroup(
             configuration: .init(services: groupCloser + store.services + (listener.map { [$0] } ?? []) + [maintenance, server], logger: logger))

@@ -80,6 +80,21 @@ import Testing
         }
     }
 
+    /// An empty name: the router reads `//` as `/`, which must not name the feed `items`.
+    @Test func anEmptyNameIsNoFeed() async throws {
+        try await TestServer.run(feed: MemoryFeed(items: items(3))) { server in
+            #expect(try await publish(server, to: "items", "x").status == 201)
+            let page = try await server.get("/api/feeds//items")
+            #expect(page.status == 400)
+            #expect(page.json["error"] as? String == "invalid_feed")
+            #expect(try await server.post("/api/feeds//items", #"{"title":"y"}"#).status == 404)
+            #expect(try await server.get("/api/feeds/").status == 404)
+            let session = try await server.post("/api/sessions", #"{"feed":""}"#)
+            #expect(session.json["error"] as? String == "invalid_feed")
+            #expect(try await server.get("/api/feeds/items").json["head"] as? Int == 1, "nothing was stored")
+        }
+    }
+
     @Test func theLongestNameIsAFeed() async throws {
         let name = "A" + String(repeating: "z", count: 127)
         try await TestServer.run(feed: MemoryFeed()) { server in

@@ -260,8 +260,9 @@ struct PostgresFeedTests {
         let inbox = FeedName("user:42")!
         let team = FeedName("team.eng")!
         let other = FeedName("user:7")!
-        let subscriber = FeedHeads(watching: [.main, inbox, team])
-        let listener = HeadListener(feed: try TestPostgres.feed(url: url), news: subscriber, pollInterval: .seconds(600), logger: TestPostgres.logger)
+        let reader = try TestPostgres.feed(url: url)
+        let subscriber = FeedHeads(watching: [.main, inbox, team], in: reader)
+        let listener = HeadListener(feed: reader, news: subscriber, pollInterval: .seconds(600), logger: TestPostgres.logger)
         let running = Task { try await listener.run() }
         defer { running.cancel() }
         try await eventually("the listener connects") { listener.isListening }
@@ -316,7 +317,7 @@ struct PostgresFeedTests {
         let rows = try await feed.client.query(
             """
             SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-            WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'LISTEN%'
+            WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'refresh-server news'
             """, logger: TestPostgres.logger)
         var count = 0
         for try await terminated in rows.decode(Bool.self) where terminated { count += 1 }
@@ -366,10 +367,12 @@ private final class FeedHeads: HeadSubscriber {
     }
 
     let watchedFeeds: [FeedName]
+    private let store: any FeedStore
     private let state = Mutex(State())
 
-    init(watching feeds: [FeedName]) {
+    init(watching feeds: [FeedName], in store: any FeedStore) {
         watchedFeeds = feeds
+        self.store = store
     }
 
     var heads: [FeedName: FeedHead] { state.withLock { $0.heads } }
@@ -381,9 +384,9 @@ private final class FeedHeads: HeadSubscriber {
         return state.withLock { $0.heads[feed]?.position ?? 0 }
     }
 
-    func headMayHaveMoved(in feed: any FeedSource, named name: FeedName) async {
+    func headMayHaveMoved(in name: FeedName) async {
         state.withLock { _ = $0.woken.insert(name) }
-        guard let head = try? await feed.head() else { return }
+        guard let head = try? await store.feed(name).head() else { return }
         state.withLock { state in
             if head.position > state.heads[name]?.position ?? 0 { state.heads[name] = head }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import Synchronization
 import Testing
 
 @testable import RefreshFeed
@@ -139,6 +140,26 @@ import Testing
             let (_, stream) = try await server.watchedSession()
             let block = try await stream.next(within: 4)
             #expect(block.comment == "keepalive")
+        }
+    }
+
+    /// A store whose reads stall (each head takes seconds) while sessions read several feeds:
+    /// the look at the feeds' heads waits on it, the keepalives do not.
+    @Test func keepalivesFlowWhileTheStoreStalls() async throws {
+        var configuration = TestServer.configuration()
+        configuration.keepaliveInterval = .seconds(1)
+        let store = StallingStore()
+        try await TestServer.run(configuration, feed: store) { server in
+            for feed in ["a", "b", "c", "d"] { _ = try await server.session(#"{"feed":"\#(feed)"}"#) }
+            let (_, stream) = try await server.watchedSession()
+            store.stalls.withLock { $0 = true }
+            var keepalives = 0
+            let began = ContinuousClock.now
+            while ContinuousClock.now - began < .seconds(5) {
+                if try await stream.next(within: 4).comment == "keepalive" { keepalives += 1 }
+            }
+            #expect(keepalives >= 3, "one a second, whatever the store does")
+            store.stalls.withLock { $0 = false }
         }
     }
 
@@ -311,4 +332,43 @@ import Testing
 private final class QuietListener: EventListener {
     let eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
     func wake(_ reason: Wakeup.Reason, replay: inout ReplayCache) {}
+}
+
+/// A store of many feeds whose heads take four seconds to read while `stalls` is set.
+private final class StallingStore: FeedStore, FeedSource {
+    let stalls: Mutex<Bool>
+    private let memory: MemoryFeed
+    private let source: any FeedSource
+    private let parent: StallingStore?
+
+    init() {
+        memory = MemoryFeed()
+        source = memory
+        stalls = Mutex(false)
+        parent = nil
+    }
+
+    private init(_ parent: StallingStore, name: FeedName) {
+        memory = parent.memory
+        source = parent.memory.feed(name)
+        stalls = Mutex(false)
+        self.parent = parent
+    }
+
+    func feed(_ name: FeedName) -> any FeedSource { name == .main ? self : StallingStore(self, name: name) }
+
+    func head() async throws -> FeedHead? {
+        if (parent ?? self).stalls.withLock({ $0 }) { try await Task.sleep(for: .seconds(4)) }
+        return try await source.head()
+    }
+
+    func update(progress: @escaping ProgressSink) async throws -> FeedUpdate { try await source.update(progress: progress) }
+    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await source.newer(than: cursor, limit: limit) }
+    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
+        try await source.older(than: cursor, through: position, limit: limit)
+    }
+    func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await source.added(after: position, limit: limit) }
+    func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await source.publish(items) }
+    func item(id: String) async throws -> FeedItem? { try await source.item(id: id) }
+    func position(of id: String) async throws -> FeedPosition? { try await source.position(of: id) }
 }

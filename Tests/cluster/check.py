@@ -326,7 +326,7 @@ class Checker:
         print("== b: every LISTEN connection terminated, then a publish")
         first = self.head + 1
         ended = self.cluster.psql(
-            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%') AS ended")
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'refresh-server news') AS ended")
         terminated = int(ended.strip() or 0)
         self.check(terminated >= self.cluster.count, "one LISTEN connection per instance was terminated", f"{terminated} terminated")
         status, _, _, sent, _ = self.publish("i1")

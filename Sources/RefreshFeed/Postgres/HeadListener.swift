@@ -29,6 +29,9 @@ public final class HeadListener: Service, Sendable {
     private let listening = Atomic<Bool>(false)
     /// Whether a connection ever listened, so that the next one counts as a reconnection.
     private let listenedBefore = Atomic<Bool>(false)
+    /// Round trips answered on the current connection: one that answered none (dropped as
+    /// soon as it was made, by a proxy or a failover) does not start the backoff afresh.
+    private let beatsAnswered = Atomic<Int>(0)
     private let reconnects = Atomic<Int>(0)
     /// Called after each reconnection (not the first connection).
     private let onReconnect: @Sendable () -> Void
@@ -67,40 +70,23 @@ public final class HeadListener: Service, Sendable {
             do {
                 try await feed.migrated()
                 attempt += 1
-                let connection = try await PostgresConnection.connect(configuration: feed.direct, id: attempt, logger: logger)
-                defer { Task { try? await connection.close() } }
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { try await self.beat(connection) }
-                    group.addTask {
-                        try await connection.listen(on: PostgresFeed.notificationChannel) { notifications in
-                            if self.listenedBefore.exchange(true, ordering: .relaxed) {
-                                self.reconnects.add(1, ordering: .relaxed)
-                                self.onReconnect()
-                                self.logger.notice("Listening for news again")
-                            }
-                            // Whatever committed while nobody listened; only then is the instance ready.
-                            await self.catchUpWatchedFeeds()
-                            self.listening.store(true, ordering: .relaxed)
-                            for try await notification in notifications {
-                                guard let notice = HeadNotice(payload: notification.payload) else {
-                                    // Not a notice this version sends: whatever moved, the heads say.
-                                    await self.catchUpWatchedFeeds()
-                                    continue
-                                }
-                                // A burst of commits: the first read reaches the newest head.
-                                guard let known = self.news.knownHead(of: notice.feed), notice.head > known else { continue }
-                                await self.news.headMayHaveMoved(in: self.feed.view(notice.feed), named: notice.feed)
-                            }
-                        }
-                    }
-                    // Whichever ends first, the heartbeat failing or the notifications, ends both.
-                    defer { group.cancelAll() }
-                    try await group.next()
+                var configuration = feed.direct
+                // How an operator (and a fault test) tells it apart in `pg_stat_activity`.
+                configuration.options.additionalStartupParameters.append(("application_name", Self.applicationName))
+                let connection = try await PostgresConnection.connect(configuration: configuration, id: attempt, logger: logger)
+                beatsAnswered.store(0, ordering: .relaxed)
+                let ended: Result<Void, any Error>
+                do {
+                    try await listen(on: connection)
+                    ended = .success(())
+                } catch {
+                    ended = .failure(error)
                 }
-                // A connection that listened starts the backoff afresh.
-                if listening.exchange(false, ordering: .relaxed) { backoff = Self.firstBackoff }
+                try? await connection.close()
+                if listening.exchange(false, ordering: .relaxed), beatsAnswered.load(ordering: .relaxed) > 0 { backoff = Self.firstBackoff }
+                try ended.get()
             } catch {
-                if listening.exchange(false, ordering: .relaxed) { backoff = Self.firstBackoff }
+                listening.store(false, ordering: .relaxed)
                 if Task.isCancelled { return }
                 logger.warning(
                     "The news connection to PostgreSQL failed; trying again",
@@ -108,6 +94,40 @@ public final class HeadListener: Service, Sendable {
             }
             try? await Task.sleep(for: backoff)
             backoff = min(backoff * 2, Self.longestBackoff)
+        }
+    }
+
+    /// Listens on `connection` until it fails or its heartbeat goes unanswered.
+    private func listen(on connection: PostgresConnection) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await self.beat(connection) }
+            group.addTask {
+                try await connection.listen(on: PostgresFeed.notificationChannel) { notifications in
+                    if self.listenedBefore.exchange(true, ordering: .relaxed) {
+                        self.reconnects.add(1, ordering: .relaxed)
+                        self.onReconnect()
+                        self.logger.notice("Listening for news again")
+                    }
+                    // Whatever committed while nobody listened, read on this connection (which
+                    // just proved itself, where the pool may still be waiting to reconnect);
+                    // only then is the instance ready.
+                    try await self.catchUpWatchedFeeds(on: connection)
+                    self.listening.store(true, ordering: .relaxed)
+                    for try await notification in notifications {
+                        guard let notice = HeadNotice(payload: notification.payload) else {
+                            // Not a notice this version sends: whatever moved, the heads say.
+                            try await self.catchUpWatchedFeeds(on: connection)
+                            continue
+                        }
+                        // A burst of commits: the first read reaches the newest head.
+                        guard let known = self.news.knownHead(of: notice.feed), notice.head > known else { continue }
+                        await self.news.headMayHaveMoved(in: notice.feed)
+                    }
+                }
+            }
+            // Whichever ends first, the heartbeat failing or the notifications, ends both.
+            defer { group.cancelAll() }
+            try await group.next()
         }
     }
 
@@ -134,29 +154,39 @@ public final class HeadListener: Service, Sendable {
                 return try await group.next() ?? false
             }
             guard answered else { throw Silent() }
+            beatsAnswered.add(1, ordering: .relaxed)
         }
     }
 
-    /// Reads the head now and then, whatever the notifications say.
+    /// Reads the heads now and then, whatever the notifications say, through the pool; a
+    /// read that fails is made again at the next turn.
     private func poll() async {
         while !Task.isCancelled {
             try? await Task.sleep(for: pollInterval)
             if Task.isCancelled { return }
-            await catchUpWatchedFeeds()
+            let watched = news.watchedFeeds
+            guard !watched.isEmpty, let heads = try? await feed.heads(of: watched) else { continue }
+            await tell(heads, of: watched)
         }
     }
 
-    /// Reads every watched feed's head in one query and wakes the subscriber for each that is
-    /// past what it knows; when that read fails, wakes it for all of them, to read each itself.
-    private func catchUpWatchedFeeds() async {
+    /// Reads every watched feed's head on `connection` in one query, and wakes the subscriber
+    /// for each that is past what it knows.
+    private func catchUpWatchedFeeds(on connection: PostgresConnection) async throws {
         let watched = news.watchedFeeds
         guard !watched.isEmpty else { return }
-        let heads = try? await feed.heads(of: watched)
-        for name in watched {
-            if let heads, let known = news.knownHead(of: name), heads[name, default: 0] <= known { continue }
-            await news.headMayHaveMoved(in: feed.view(name), named: name)
+        await tell(try await feed.heads(of: watched, on: connection), of: watched)
+    }
+
+    private func tell(_ heads: [FeedName: FeedPosition], of watched: [FeedName]) async {
+        for name in watched where !Task.isCancelled {
+            if let known = news.knownHead(of: name), heads[name, default: 0] <= known { continue }
+            await news.headMayHaveMoved(in: name)
         }
     }
+
+    /// The news connection's `application_name`.
+    public static let applicationName = "refresh-server news"
 
     static let firstBackoff: Duration = .milliseconds(100)
     static let longestBackoff: Duration = .seconds(2)

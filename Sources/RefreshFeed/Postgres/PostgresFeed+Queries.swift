@@ -59,14 +59,25 @@ extension PostgresFeed {
     func heads(of feeds: [FeedName]) async throws -> [FeedName: FeedPosition] {
         try await answered("reading the heads") { _ in
             try await self.migrated()
-            let names = feeds.map(\.rawValue)
-            let rows = try await self.client.query("SELECT feed, position FROM feed_head WHERE feed = ANY(\(names))", logger: self.logger)
-            var heads: [FeedName: FeedPosition] = [:]
-            for try await (feed, position) in rows.decode((String, Int64).self) {
-                if let name = FeedName(feed) { heads[name] = position }
-            }
-            return heads
+            return try await Self.heads(self.client.query(Self.headsQuery(feeds), logger: self.logger))
         }
+    }
+
+    /// The same on `connection`, for the listener, which reads them on its own.
+    func heads(of feeds: [FeedName], on connection: PostgresConnection) async throws -> [FeedName: FeedPosition] {
+        try await Self.heads(connection.query(Self.headsQuery(feeds), logger: logger))
+    }
+
+    private static func headsQuery(_ feeds: [FeedName]) -> PostgresQuery {
+        "SELECT feed, position FROM feed_head WHERE feed = ANY(\(feeds.map(\.rawValue)))"
+    }
+
+    private static func heads(_ rows: PostgresRowSequence) async throws -> [FeedName: FeedPosition] {
+        var heads: [FeedName: FeedPosition] = [:]
+        for try await (feed, position) in rows.decode((String, Int64).self) {
+            if let name = FeedName(feed) { heads[name] = position }
+        }
+        return heads
     }
 
     public func publish(_ items: [FeedItem]) async throws -> [FeedItem] {

@@ -10,7 +10,7 @@ extension FeedRegistry: HeadSubscriber {
         news(of: feed)?.position
     }
 
-    func headMayHaveMoved(in feed: any FeedSource, named name: FeedName) async {
-        await news(of: name)?.catchUp()
+    func headMayHaveMoved(in feed: FeedName) async {
+        await news(of: feed)?.catchUp()
     }
 }

@@ -84,7 +84,7 @@ final class FeedRegistry: Sendable {
     /// news that came by a path that did not say so.
     func catchUpAll() async {
         let all = entries.withLock { $0.values.map(\.services.news) }
-        for news in all { await news.catchUp() }
+        for news in all where !Task.isCancelled { await news.catchUp() }
     }
 }
 

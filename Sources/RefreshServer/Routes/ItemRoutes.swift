@@ -16,13 +16,16 @@ struct ItemRoutes: Sendable {
     static let feedParameter = "feed"
 
     /// The feed the path names; `main` for a path without one.
-    private func name(_ context: Context) throws(APIError) -> FeedName {
+    private func name(_ request: Request, _ context: Context) throws(APIError) -> FeedName {
+        let field = "The feed's name"
         guard let text = context.parameters.get(Self.feedParameter) else { return .main }
-        return try FeedName.decoded(pathSegment: text, field: "The feed's name")
+        // The router reads `//` as `/`: `/api/feeds//items` would name the feed `items`.
+        guard !request.uri.path.contains("//") else { throw FeedName.invalid(field) }
+        return try FeedName.decoded(pathSegment: text, field: field)
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> Response {
-        let name = try name(context)
+        let name = try name(request, context)
         let head = try await feeds.view(name).head()
         return JSONResponse.make(.ok, request: request) { json in
             json.beginObject()
@@ -33,7 +36,7 @@ struct ItemRoutes: Sendable {
     }
 
     @Sendable func list(_ request: Request, context: Context) async throws -> Response {
-        let feed = try feeds.view(name(context))
+        let feed = try feeds.view(name(request, context))
         let query = request.uri.queryParameters
         var limit = configuration.pageSize
         if let text = query["limit"] {
@@ -67,7 +70,7 @@ struct ItemRoutes: Sendable {
 
     @Sendable func publish(_ request: Request, context: Context) async throws -> Response {
         try authorize(request, client: context.client)
-        let name = try name(context)
+        let name = try name(request, context)
         let feed = try feeds.view(name)
         guard let body = try await RequestBodyReader.json(request, limit: configuration.maxBodyBytes) else {
             throw APIError.malformedJSON("the body is empty")
