@@ -362,8 +362,8 @@ class Checker:
         for stream, own in [(stream, "main") for stream in self.streams] + [(stream, feed) for stream in others]:
             with changed:
                 told = [(data.get("newest") or {}).get("id") for at, name, data in stream.events if name == "news" and at >= began]
-            if any(item_id not in mine[own] for item_id in told):
-                foreign[stream.session] = told
+            if wrong := [item_id for item_id in told if item_id not in mine[own]]:
+                foreign[stream.session] = wrong
         self.check(not foreign, "every news a session got since names an item of its own feed, none of the other",
                    f"{len(self.streams)} sessions of main, {len(others)} of {feed}" + (f"; wrong: {foreign}" if foreign else ""))
         for stream in others:
