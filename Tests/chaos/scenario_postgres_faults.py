@@ -1,12 +1,15 @@
 """PostgreSQL taken away under two instances sharing it (no front: each is asked directly):
 its connections terminated (`pg_terminate_backend`) and the server itself restarted, while
-publishers publish through both instances and sessions on both listen for news.
+publishers publish to three feeds (`main` and two named ones) through both instances and
+sessions of every feed on both listen for news.
 
 Invariants: every publish is answered 201 or 503 (never 500, never another status); nothing
-acknowledged with 201 is lost and positions stay dense; while PostgreSQL is down each
-instance's /readyz answers 503, and 200 again once it is back; every session hears the
-feed's news exactly once: its `news` heads strictly increase (no head twice, none
-backwards), the last one is the feed's head, and its count is exactly head − shown."""
+acknowledged with 201 is lost, and each item is in the feed it was published to; every
+feed's positions stay dense 1…its head; while PostgreSQL is down each instance's /readyz
+answers 503, and 200 again once it is back; every session hears its own feed's news exactly
+once and no other feed's: its `news` heads strictly increase (no head twice, none
+backwards), the last one is its feed's head, its count is exactly head − shown, and the
+newest item of every `news` it got is an item of its own feed."""
 import http.client
 import json
 import os
@@ -20,6 +23,12 @@ SESSIONS = pick(3, 20)  # per instance
 PUBLISHERS = pick(2, 6)
 TERMINATIONS = pick(3, 10)
 RESTARTS = pick(1, 3)
+FEEDS = ("main", "team.eng", "user:42")
+
+
+def items_path(feed):
+    """`main` through the path every client used before feeds, the others by name."""
+    return "/api/items" if feed == "main" else f"/api/feeds/{feed}/items"
 
 changed = threading.Condition()
 
@@ -81,10 +90,13 @@ def poll(predicate, seconds, every=0.1):
     return True
 
 
-def open_session(server):
-    status, body = request_json(server, "POST", "/api/sessions", {"config": {"news": "badge"}})
-    assert status == 201, (status, body)
+def open_session(server, feed):
+    """A session of `feed` (`main` made without naming it, as before feeds), showing its first page."""
+    status, body = request_json(server, "POST", "/api/sessions",
+                                {"config": {"news": "badge"}, **({} if feed == "main" else {"feed": feed})})
+    assert status == 201 and body.get("feed") == feed, (status, body)
     stream = Stream(server, body["id"])
+    stream.feed = feed
     stream.start()
     assert wait_until(lambda: any(name == "state" for name, _ in stream.events), 10), "the stream did not open"
     status, _ = request_json(server, "POST", f"/api/sessions/{stream.session}/load-more")
@@ -109,15 +121,16 @@ class Publishers:
         n = 0
         while self.running:
             server = self.servers[(publisher + n) % len(self.servers)]
+            feed = FEEDS[(publisher + n) % len(FEEDS)]
             item_id = f"pgfault-{publisher}-{n}"
             try:
-                status, _, _ = request(server, "POST", "/api/items", {"id": item_id, "title": f"item {n}"}, timeout=20)
+                status, _, _ = request(server, "POST", items_path(feed), {"id": item_id, "title": f"item {n}"}, timeout=20)
             except OSError as error:
                 status = f"no answer ({type(error).__name__})"
             with self.lock:
                 self.statuses[status] = self.statuses.get(status, 0) + 1
                 if status == 201:
-                    self.acknowledged.add(item_id)
+                    self.acknowledged.add((feed, item_id))
             if status == 201:
                 n += 1
             else:
@@ -142,7 +155,7 @@ def psql(url, sql):
 with postgres() as (url, stop_postgres, start_postgres):
     began = time.monotonic()
     servers = [Server("--no-demo", "--instance", name, "--head-poll", "1", database=url).start() for name in ("a", "b")]
-    streams = [open_session(server) for server in servers for _ in range(SESSIONS)]
+    streams = [open_session(server, FEEDS[n % len(FEEDS)]) for server in servers for n in range(SESSIONS)]
     publishers = Publishers(servers, PUBLISHERS)
     time.sleep(0.5)
 
@@ -180,28 +193,44 @@ with postgres() as (url, stop_postgres, start_postgres):
 
     time.sleep(0.5)
     publishers.stop()
-    stored = set(psql(url, "SELECT id FROM item"))
-    positions = [int(p) for p in psql(url, "SELECT position FROM item ORDER BY position")]
-    head = int(psql(url, "SELECT position FROM feed_head")[0])
+    stored = {tuple(row.split("|", 1)) for row in psql(url, "SELECT feed || '|' || id FROM item")}
+    ids_of = {feed: {item_id for named, item_id in stored if named == feed} for feed in FEEDS}
+    heads = {feed: 0 for feed in FEEDS}
+    heads.update((row.split("|")[0], int(row.split("|")[1])) for row in psql(url, "SELECT feed || '|' || position FROM feed_head"))
+    positions = {}
+    for row in psql(url, "SELECT feed || '|' || position FROM item ORDER BY feed, position"):
+        feed, position = row.split("|")
+        positions.setdefault(feed, []).append(int(position))
     missing = publishers.acknowledged - stored
-    check("nothing acknowledged is lost", not missing, f"{len(missing)} missing, e.g. {sorted(missing)[:5]}")
-    check("positions are dense 1…head", positions == list(range(1, head + 1)), f"{len(positions)} positions, head {head}")
+    check("nothing acknowledged is lost, and each item is in its own feed", not missing,
+          f"{len(missing)} missing, e.g. {sorted(missing)[:5]}")
+    check("every feed had items acknowledged", all(any(f == feed for f, _ in publishers.acknowledged) for feed in FEEDS),
+          {feed: sum(f == feed for f, _ in publishers.acknowledged) for feed in FEEDS})
+    check(f"the store holds no feed but {', '.join(FEEDS)}", set(heads) | set(positions) <= set(FEEDS),
+          sorted((set(heads) | set(positions)) - set(FEEDS)))
+    for feed in FEEDS:
+        check(f"{feed}'s positions are dense 1…head", positions.get(feed, []) == list(range(1, heads[feed] + 1)),
+              f"{len(positions.get(feed, []))} positions, head {heads[feed]}")
     statuses = publishers.statuses
     check("every publish is answered 201 or 503", set(statuses) <= {201, 503}, statuses)
 
     # Every session hears the last head, each head once, in order, with the exact count.
     settled_began = time.monotonic()
-    settled = wait_until(lambda: all(s.news and s.news[-1]["head"] == head for s in streams), 15)
+    settled = wait_until(lambda: all(s.news and s.news[-1]["head"] == heads[s.feed] for s in streams), 15)
     settle_seconds = time.monotonic() - settled_began
-    check(f"every session's last news is the feed's head {head}", settled,
-          [s.news[-1]["head"] if s.news else None for s in streams if not s.news or s.news[-1]["head"] != head][:5])
+    check("every session's last news is its own feed's head", settled,
+          [(s.feed, s.news[-1]["head"] if s.news else None, heads[s.feed]) for s in streams
+           if not s.news or s.news[-1]["head"] != heads[s.feed]][:5])
     with changed:
         backwards = [s.session for s in streams if any(b["head"] <= a["head"] for a, b in zip(s.news, s.news[1:]))]
         wrong_count = [(s.session, s.news[-1]) for s in streams if s.news and s.news[-1]["count"] != s.news[-1]["head"] - s.shown]
+        foreign = [(s.session, s.feed, n["newest"]["id"]) for s in streams for n in s.news
+                   if (n.get("newest") or {}).get("id") not in ids_of[s.feed]]
         ended = [s.session for s in streams if s.ended]
         per_session = [len(s.news) for s in streams]
     check("news heads strictly increase on every session (none twice, none back)", not backwards, backwards[:5])
     check("every session's last news counts exactly head − shown", not wrong_count, wrong_count[:3])
+    check("every news a session got names an item of its own feed (none of another feed)", not foreign, foreign[:5])
     check("every stream stayed open through the faults", not ended, ended[:5])
     for server in servers:
         check("the instance is alive and ready at the end", server.alive() and request(server, "GET", "/readyz")[0] == 200)
@@ -213,6 +242,8 @@ with postgres() as (url, stop_postgres, start_postgres):
     figure("backends terminated", terminated)
     figure("postgres restarts", len(down_seconds))
     figure("sessions listening", len(streams))
+    figure("feeds", len(FEEDS))
+    figure("items per feed", json.dumps({feed: heads[feed] for feed in FEEDS}))
     figure("news events per session (min..max)", f"{min(per_session)}..{max(per_session)}")
     if down_seconds:
         figure("slowest readyz 503 after PostgreSQL stopped", max(down_seconds), "s")

@@ -207,12 +207,14 @@ class Checker:
 
     # MARK: - Helpers
 
-    def open_session(self):
-        """A session made through the front and followed, showing a first page (a page hears of
-        news once it shows one). Returns its stream, or None."""
-        status, body, _ = once(self.cluster.front, "POST", "/api/sessions", {"config": {"news": "badge"}})
-        if status != 201:
-            self.check(False, "a session is made through the front", f"status {status}, {body}")
+    def open_session(self, feed=None):
+        """A session of `feed` (`main` when None, made without naming it) through the front and
+        followed, showing a first page (a page hears of news once it shows one). Returns its
+        stream, or None."""
+        status, body, _ = once(self.cluster.front, "POST", "/api/sessions",
+                               {"config": {"news": "badge"}, **({"feed": feed} if feed else {})})
+        if status != 201 or body.get("feed") != (feed or "main"):
+            self.check(False, f"a session of {feed or 'main'} is made through the front", f"status {status}, {body}")
             return None
         stream = Stream(self.cluster, body["id"])
         stream.start()
@@ -228,22 +230,24 @@ class Checker:
         stream.shown = stream.first_page["head"]
         return stream
 
-    def publish(self, name, item_id=None, connection_factory=None):
-        """Publishes one item on instance `name` (or through `connection_factory`); returns
-        (status, body, seconds taken, monotonic time it was sent, its id)."""
+    def publish(self, name, item_id=None, connection_factory=None, feed=None):
+        """Publishes one item to `feed` (`main` when None, through /api/items) on instance `name`
+        (or through `connection_factory`); returns (status, body, seconds taken, monotonic time
+        it was sent, its id)."""
         self.serial += 1
         item = {"id": item_id or f"cluster-{self.serial}-{os.getpid()}", "title": f"Cluster check {self.serial}"}
         factory = connection_factory or (lambda: self.cluster.instance(name, timeout=20))
         sent = time.monotonic()
         try:
-            status, body, seconds = once(factory, "POST", "/api/items", item)
+            status, body, seconds = once(factory, "POST", f"/api/feeds/{feed}/items" if feed else "/api/items", item)
         except (OSError, http.client.HTTPException) as error:
             status, body, seconds = f"no answer ({error})", None, time.monotonic() - sent
         return status, body, seconds, sent, item["id"]
 
-    def arrival(self, head, sent, within, what):
-        """Every stream hears of `head`: the slowest delay, checked against `within`."""
-        streams = self.streams
+    def arrival(self, head, sent, within, what, streams=None):
+        """Every stream (of `main` unless `streams` are given) hears of `head`: the slowest
+        delay, checked against `within`."""
+        streams = self.streams if streams is None else streams
         wait_until(lambda: all(stream.reached(head) is not None for stream in streams), max(within, 1) * 5)
         missing = [stream.session for stream in streams if stream.reached(head) is None]
         delays = [stream.reached(head) - sent for stream in streams if stream.reached(head) is not None]
@@ -251,21 +255,22 @@ class Checker:
         self.check(not missing and slowest <= within, f"{what} reaches news on all {len(streams)} sessions within {within:g} s",
                    f"slowest {slowest * 1000:.0f} ms" + (f"; never on {missing}" if missing else ""))
 
-    def exactly_once(self, first, last, what):
-        """Every stream heard of each head from `first` to `last` exactly once, in order, and
-        nothing else since `first`: one step per publish; and never a head twice or going back
-        since it opened."""
-        time.sleep(1)  # a late duplicate would come within this
+    def exactly_once(self, first, last, what, streams=None, pause=1):
+        """Every stream (of `main` unless `streams` are given) heard of each head from `first` to
+        `last` exactly once, in order, and nothing else since `first`: one step per publish; and
+        never a head twice or going back since it opened."""
+        time.sleep(pause)  # a late duplicate would come within this
+        streams = self.streams if streams is None else streams
         expected = list(range(first, last + 1))
         wrong = {}
-        for stream in self.streams:
+        for stream in streams:
             every = stream.heads()
             heads = [head for head in every if head >= first]
             forward = all(later > earlier for earlier, later in zip(every, every[1:]))
             if heads != expected or not forward or stream.ended:
                 wrong[stream.session] = every[-len(expected) - 3:] + (["stream ended"] if stream.ended else [])
         self.check(not wrong, f"{what}: every session heard heads {first}…{last} once each, in order",
-                   f"{len(self.streams)} sessions" + (f"; wrong: {wrong}" if wrong else ""))
+                   f"{len(streams)} sessions" + (f"; wrong: {wrong}" if wrong else ""))
 
     def ready(self, name):
         try:
@@ -321,6 +326,48 @@ class Checker:
         self.head += 1
         self.arrival(self.head, sent, NEWS_WITHIN, "a publish on i1")
         self.exactly_once(first, self.head, "after a publish")
+
+    def feeds(self):
+        print("== f: publishes on two feeds through different instances")
+        feed = f"team.cluster-{os.getpid()}"
+        names = self.cluster.names
+        others = []
+        for _ in range(4 * len(names)):
+            if {stream.instance for stream in others} == set(names):
+                break
+            stream = self.open_session(feed)
+            if stream is None:
+                return
+            others.append(stream)
+        self.check({stream.instance for stream in others} == set(names), f"sessions of {feed} land on every instance",
+                   ", ".join(sorted(stream.instance for stream in others)))
+        shown = {stream.shown for stream in others}
+        self.check(shown == {0}, f"every session of the new feed {feed} shows its head 0", f"{sorted(shown)}")
+        began = time.monotonic()
+        mine = {"main": set(), feed: set()}
+        steps = [(names[1 % len(names)], feed), (names[2 % len(names)], None), (names[0], feed)]
+        head = {None: self.head, feed: 0}
+        first = {None: self.head + 1, feed: 1}
+        for name, to in steps:
+            status, _, _, sent, item_id = self.publish(name, feed=to)
+            self.check(status == 201, f"a publish to {to or 'main'} on {name} is answered 201", f"status {status}")
+            head[to] += 1
+            mine[to or "main"].add(item_id)
+            listeners = others if to else self.streams
+            self.arrival(head[to], sent, NEWS_WITHIN, f"the publish to {to or 'main'} on {name}", listeners)
+        self.head = head[None]
+        self.exactly_once(first[None], head[None], "main's sessions after publishes on two feeds")
+        self.exactly_once(first[feed], head[feed], f"{feed}'s sessions after publishes on two feeds", others, pause=0)
+        foreign = {}
+        for stream, own in [(stream, "main") for stream in self.streams] + [(stream, feed) for stream in others]:
+            with changed:
+                told = [(data.get("newest") or {}).get("id") for at, name, data in stream.events if name == "news" and at >= began]
+            if wrong := [item_id for item_id in told if item_id not in mine[own]]:
+                foreign[stream.session] = wrong
+        self.check(not foreign, "every news a session got since names an item of its own feed, none of the other",
+                   f"{len(self.streams)} sessions of main, {len(others)} of {feed}" + (f"; wrong: {foreign}" if foreign else ""))
+        for stream in others:
+            stream.close()
 
     def notifications_dropped(self):
         print("== b: every LISTEN connection terminated, then a publish")
@@ -556,6 +603,7 @@ class Checker:
                 return
             self.front_rules()
             self.fan_out()
+            self.feeds()
             self.notifications_dropped()
             self.postgres_restarted()
             self.many_publishes()
