@@ -133,11 +133,7 @@ struct PostgresFeedTests {
         _ = try await writer.appliedMigrations()
         let (proxy, proxiedURL) = try await Self.proxy(to: url)
         defer { Task { await proxy.close() } }
-        let reader = try TestPostgres.feed(url: proxiedURL)
-        let feeds = FeedRegistry(feed: reader, configuration: ServerConfiguration(), metrics: ServerMetrics())
-        let news = try feeds.join(.main).news
-        let listener = HeadListener(
-            feed: reader, news: feeds, pollInterval: .seconds(600), heartbeat: .milliseconds(300), logger: TestPostgres.logger)
+        let (news, listener) = try Self.listening(through: proxiedURL)
         let running = Task { try await listener.run() }
         defer { running.cancel() }
         try await eventually("it listens") { listener.isListening }
@@ -189,11 +185,7 @@ struct PostgresFeedTests {
         _ = try await TestPostgres.feed(url: url).appliedMigrations()
         let (proxy, proxiedURL) = try await Self.proxy(to: url)
         defer { Task { await proxy.close() } }
-        let reader = try TestPostgres.feed(url: proxiedURL)
-        let feeds = FeedRegistry(feed: reader, configuration: ServerConfiguration(), metrics: ServerMetrics())
-        _ = try feeds.join(.main)
-        let listener = HeadListener(
-            feed: reader, news: feeds, pollInterval: .seconds(600), heartbeat: .milliseconds(300), logger: TestPostgres.logger)
+        let (_, listener) = try Self.listening(through: proxiedURL)
         let running = Task { try await listener.run() }
         defer { running.cancel() }
         try await eventually("it listens") { listener.isListening }
@@ -293,6 +285,17 @@ struct PostgresFeedTests {
     }
 
     // MARK: - Helpers
+
+    /// A listener of a server with a session on `main`, reaching the database at `url` (a
+    /// proxy's, for faults), with a heartbeat short enough for a test; and `main`'s news.
+    private static func listening(through url: String) throws -> (FeedNews, HeadListener) {
+        let reader = try TestPostgres.feed(url: url)
+        let feeds = FeedRegistry(feed: reader, configuration: ServerConfiguration(), metrics: ServerMetrics())
+        let news = try feeds.join(.main).news
+        let listener = HeadListener(
+            feed: reader, news: feeds, pollInterval: .seconds(600), heartbeat: .milliseconds(300), logger: TestPostgres.logger)
+        return (news, listener)
+    }
 
     /// A proxy in front of the database at `url`, and the URL that reaches it through it.
     private static func proxy(to url: String) async throws -> (CommitCuttingProxy, String) {

@@ -7,7 +7,7 @@ was told because of a publish is in before the test looks."""
 import pytest
 from selenium.webdriver.common.by import By
 
-from harness import assert_no_console_errors, make_driver, request_json, running_server, screenshot, wait
+from harness import assert_no_console_errors, request_json, running_server, screenshot, wait
 
 TEAM = "team.eng"
 
@@ -16,13 +16,6 @@ TEAM = "team.eng"
 def server():
     with running_server() as base:
         yield base
-
-
-@pytest.fixture
-def phone():
-    driver = make_driver(390, 844)
-    yield driver
-    driver.quit()
 
 
 def publish(base, feed, *titles):
