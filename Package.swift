@@ -39,6 +39,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
     ],
     targets: [
         // The gesture state machine: standard library only, so any Swift app can embed it.
@@ -112,6 +113,7 @@ let package = Package(
                 server("Metrics", "swift-metrics"),
                 server("Prometheus", "swift-prometheus"),
                 server("Configuration", "swift-configuration"),
+                server("JWTKit", "jwt-kit"),
             ]
         ),
         .executableTarget(
@@ -151,6 +153,8 @@ let package = Package(
                 server("AsyncHTTPClient", "async-http-client"),
                 server("CompressNIO", "compress-nio"),
                 server("GRDB", "GRDB.swift"),
+                // Mints the tokens the server is tested with.
+                server("JWTKit", "jwt-kit"),
             ]
         ),
     ],

@@ -27,8 +27,9 @@ public enum RefreshApplication {
         metrics: ServerMetrics = ServerMetrics(),
         logger: Logger = Logger(label: "refresh-server"),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) throws -> ServiceGroup {
+    ) async throws -> ServiceGroup {
         try configuration.validate()
+        let verifier = try await configuration.tokenVerifier()
         let store: Store =
             if let postgres = feed as? PostgresFeed {
                 shared(postgres, seed: nil, logger: logger)
@@ -37,7 +38,7 @@ public enum RefreshApplication {
             } else {
                 try defaultStore(configuration, metrics: metrics, logger: logger)
             }
-        let parts = ServerParts(feed: store.feed, configuration: configuration, metrics: metrics, logger: logger)
+        let parts = ServerParts(feed: store.feed, configuration: configuration, verifier: verifier, metrics: metrics, logger: logger)
         // With PostgreSQL, other instances' commits reach the feeds with sessions here.
         let listener = (store.feed as? PostgresFeed).map { postgres in
             HeadListener(

@@ -13,19 +13,22 @@ struct ServerParts {
     let feeds: FeedRegistry
     let sessions: SessionStore
     let streams: StreamGate
+    let access: AccessControl
     let configuration: ServerConfiguration
     let metrics: ServerMetrics
     let logger: Logger
 
     /// `feed`: a ``FeedStore`` serves every feed; another source is the feed `main` alone.
+    /// `verifier`: the tokens' (``ServerConfiguration/tokenVerifier()``), `nil` without keys.
     init(
-        feed: any FeedSource, configuration: ServerConfiguration, metrics: ServerMetrics = ServerMetrics(),
+        feed: any FeedSource, configuration: ServerConfiguration, verifier: TokenVerifier? = nil, metrics: ServerMetrics = ServerMetrics(),
         logger: Logger = Logger(label: "refresh-server")
     ) {
         feeds = FeedRegistry(feed: feed, configuration: configuration, metrics: metrics)
         self.feed = feeds.main
         sessions = SessionStore(feeds: feeds, limits: configuration)
         streams = StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient)
+        access = AccessControl(configuration: configuration, verifier: verifier, metrics: metrics)
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
@@ -38,8 +41,8 @@ struct ServerParts {
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: ErrorMiddleware())
         let handlers = RouteTable.Handlers(
-            sessions: SessionRoutes(sessions: sessions, feeds: feeds, streams: streams, configuration: configuration),
-            items: ItemRoutes(feeds: feeds, configuration: configuration),
+            sessions: SessionRoutes(sessions: sessions, feeds: feeds, streams: streams, access: access, configuration: configuration),
+            items: ItemRoutes(feeds: feeds, access: access, configuration: configuration),
             health: HealthRoutes(feed: feed, notificationsUp: notificationsUp, deadline: .seconds(2)),
             metrics: MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams, feeds: feeds))
         RouteTable.register(on: router, handlers: handlers) { request, _ in
@@ -54,7 +57,8 @@ struct ServerParts {
     /// The connection's application, with `respond` answering what is not hot.
     func application(proxies: TrustedProxies = TrustedProxies(), respond: @escaping HotRoutes.Router) -> HotRoutes {
         HotRoutes(
-            sessions: sessions, streams: streams, proxies: proxies, configuration: configuration, logger: logger, metrics: metrics,
+            sessions: sessions, streams: streams, access: access, proxies: proxies, configuration: configuration, logger: logger,
+            metrics: metrics,
             router: respond)
     }
 

@@ -61,7 +61,7 @@ enum RefreshServerCommand {
         if let warning = sources.unknownVariablesWarning { logger.warning("\(warning)") }
 
         let host = configuration.host
-        let app = try RefreshApplication.build(configuration: configuration, logger: logger) { port in
+        let app = try await RefreshApplication.build(configuration: configuration, logger: logger) { port in
             let url = "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
             let line = "refresh-server listening on \(url)"
             // On standard output in either format, whatever the log level: scripts and

@@ -50,11 +50,26 @@ import Testing
                 )
             case "public-host":
                 (.strings(["a.example", "10.0.0.7"]), "a.example,10.0.0.7", "a.example, 10.0.0.7")
+            case "public-feed":
+                (.strings(["news", "team.*"]), "news,team.*", "news, team.*")
+            case "auth-key":
+                (.strings(keyFiles), keyFiles.joined(separator: ","), keyFiles.joined(separator: ", "))
             default:
                 (.strings(["10.0.0.7", "10.1.0.0/16"]), "10.0.0.7,10.1.0.0/16", "10.0.0.7, 10.1.0.0/16")
             }
         }
     }
+
+    /// Two HMAC secret files, `a` and `b`, for the settings that name key files.
+    static let keyFiles: [String] = {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("configuration-keys-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return ["a", "b"].map { name in
+            let path = folder.appendingPathComponent("\(name).key").path
+            try? Data("a secret of thirty-two bytes or more: \(name)".utf8).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+    }()
 
     static func json(_ value: SettingValue) -> String {
         switch value {
@@ -390,11 +405,11 @@ import Testing
         #expect(clean.unknownVariablesWarning == nil)
     }
 
-    @Test func buildingTheServerValidatesItsConfiguration() {
+    @Test func buildingTheServerValidatesItsConfiguration() async {
         var configuration = TestServer.configuration()
         configuration.maxStreams = 0
-        #expect(throws: ConfigurationError(setting: "max-streams", value: "0", problem: "must be at least 1")) {
-            try RefreshApplication.build(configuration: configuration, feed: MemoryFeed())
+        await #expect(throws: ConfigurationError(setting: "max-streams", value: "0", problem: "must be at least 1")) {
+            try await RefreshApplication.build(configuration: configuration, feed: MemoryFeed())
         }
     }
 

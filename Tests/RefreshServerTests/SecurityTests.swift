@@ -201,7 +201,7 @@ import Testing
     @Test func beyondLoopbackTheServerStartsOnlyWithATokenOrWithPublishingDisabled() async throws {
         var open = TestServer.configuration { $0.host = "0.0.0.0" }
         #expect(throws: ConfigurationError.self) { try open.validate() }
-        #expect(throws: ConfigurationError.self) { _ = try RefreshApplication.build(configuration: open) }
+        await #expect(throws: ConfigurationError.self) { _ = try await RefreshApplication.build(configuration: open) }
         let error = await ConfigurationTests.failure(flags: ["host": .string("0.0.0.0")])
         #expect(error?.hasPrefix("--host 0.0.0.0: listening beyond loopback needs --publish-token") == true, "\(error ?? "")")
         #expect(await ConfigurationTests.failure(flags: ["host": .string("0.0.0.0"), "publish-token": .string("t")]) == nil)

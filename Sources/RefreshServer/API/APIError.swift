@@ -13,13 +13,19 @@ public struct APIError: Error, Sendable, Equatable {
     public var retryAfter: Int?
     /// The methods the path has, for a `405` (`Allow`).
     public var allow: String?
+    /// The challenge of a refused token (`WWW-Authenticate`, RFC 6750 §3).
+    public var wwwAuthenticate: String?
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, retryAfter: Int? = nil, allow: String? = nil) {
+    public init(
+        _ status: HTTPResponse.Status, _ code: String, _ message: String, retryAfter: Int? = nil, allow: String? = nil,
+        wwwAuthenticate: String? = nil
+    ) {
         self.status = status
         self.code = code
         self.message = message
         self.retryAfter = retryAfter
         self.allow = allow
+        self.wwwAuthenticate = wwwAuthenticate
     }
 
     /// One line per refused request, wherever it was answered, with the session's id as

@@ -43,6 +43,7 @@ enum JSONResponse {
         var headers: HTTPFields = [:]
         if let retryAfter = error.retryAfter { headers[.retryAfter] = String(retryAfter) }
         if let allow = error.allow { headers[.allow] = allow }
+        if let challenge = error.wwwAuthenticate { headers[.wwwAuthenticate] = challenge }
         return payload(error.status, acceptsGzip: acceptsGzip(), headers: headers) { json in
             json.beginObject()
             json.field("error", error.code)

@@ -107,6 +107,38 @@ extension ServerConfiguration {
         ) { $0.isEmpty ? "must not be empty" : nil },
         .publishingDisabled,
         .list(
+            "auth-key", \.authKeys,
+            help:
+                "A key tokens are verified with: an HMAC secret (HS256), a PEM public key (RS256, ES256, EdDSA) or a JWKS document (repeatable). With one, private feeds need a token.",
+            value: "file"
+        ) { file in
+            do throws(AccessKey.Unusable) {
+                _ = try AccessKey.read(file: file)
+                return nil
+            } catch {
+                return "\(file) \(error)"
+            }
+        },
+        .optionalString(
+            "auth-issuer", \.authIssuer, help: "The iss a token must carry.", value: "issuer", absent: "any"
+        ) { $0.isEmpty ? "must not be empty" : nil },
+        .optionalString(
+            "auth-audience", \.authAudience, help: "The aud a token must name; without it, a token that names one is refused.",
+            value: "audience", absent: "none"
+        ) { $0.isEmpty ? "must not be empty" : nil },
+        .list(
+            "public-feed", \.publicFeeds,
+            help: "Feeds anyone may read without a token, with --auth-key: a name or a prefix and * (repeatable; '' for none).",
+            value: "pattern"
+        ) { pattern in
+            do throws(FeedPattern.Invalid) {
+                if !pattern.isEmpty { _ = try FeedPattern(pattern) }
+                return nil
+            } catch {
+                return error.description
+            }
+        },
+        .list(
             "public-host", \.publicHosts,
             help: "A Host name the server answers to besides localhost and its address, e.g. the name a front serves (repeatable); others get 421.",
             value: "name"
@@ -392,11 +424,13 @@ extension ServerConfiguration.Setting {
         help: "Refuse every POST /api/items: a read-only server, which may listen beyond loopback without --publish-token.",
         assign: { if case .bool(let value) = $1 { $0.publishingDisabled = value } },
         check: { configuration in
-            guard !configuration.listensOnLoopbackOnly, configuration.publishToken == nil, !configuration.publishingDisabled else { return nil }
+            guard !configuration.listensOnLoopbackOnly, configuration.publishToken == nil, configuration.authKeys.isEmpty,
+                !configuration.publishingDisabled
+            else { return nil }
             return ConfigurationError(
                 setting: "host", value: configuration.host,
                 problem:
-                    "listening beyond loopback needs --publish-token (publishing is open to whoever reaches the server otherwise), or --disable-publishing for a server that takes no publishes"
+                    "listening beyond loopback needs --publish-token or --auth-key (publishing is open to whoever reaches the server otherwise), or --disable-publishing for a server that takes no publishes"
             )
         },
         describe: { $0.publishingDisabled ? "on" : "off" })

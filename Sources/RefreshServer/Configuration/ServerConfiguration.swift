@@ -28,6 +28,25 @@ public struct ServerConfiguration: Sendable {
     /// default: only the server's own page, and programs that send no `Origin`.
     public var corsOrigins: [String] = []
 
+    /// Files of the keys tokens are verified with: an HMAC secret (HS256), a PEM public key
+    /// (RS256, ES256, EdDSA) or a JWKS document. With none, tokens are not read: every feed
+    /// may be read, and publishing follows ``publishToken``. With one, reading a feed that is
+    /// not public, and publishing, need a token's right (or ``publishToken`` to publish).
+    public var authKeys: [String] = []
+    /// When set, a token's `iss` must be it.
+    public var authIssuer: String?
+    /// When set, a token's `aud` must name it; when not, a token that names an audience is
+    /// refused, since it is meant for someone else.
+    public var authAudience: String?
+    /// Patterns of the feeds anyone may read without a token (a name, or a prefix and `*`);
+    /// an empty pattern stands for none. Only read with ``authKeys``.
+    public var publicFeeds: [String] = ["main"]
+
+    /// ``publicFeeds``, parsed (``validate()`` refuses one that does not parse).
+    var publicFeedPatterns: [FeedPattern] {
+        publicFeeds.compactMap { try? FeedPattern($0) }
+    }
+
     /// Keep each client's connections on one event loop, chosen by its address: a sample and
     /// the stream it updates then never cross threads (about a third less CPU per sample).
     /// Off by default: clients sharing an address (a carrier's NAT, an office, a proxy) would

@@ -50,7 +50,7 @@ extension HotRoutes: HTTPApplication {
 
     func makeShared() -> ReplayCache { ReplayCache() }
 
-    func ends(_ wake: Wakeup.Reason) -> Bool { wake == .sessionEnded }
+    func ends(_ wake: Wakeup.Reason) -> Bool { wake == .sessionEnded || wake == .accessExpired }
 
     func finish(_ stream: inout EventStream) -> ByteBuffer? {
         (try? stream.finish()) ?? nil

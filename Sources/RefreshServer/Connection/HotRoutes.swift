@@ -18,6 +18,8 @@ final class HotRoutes: Sendable {
 
     let sessions: SessionStore
     let streams: StreamGate
+    /// Whether a session's stream may be opened, and for how long.
+    let access: AccessControl
     let proxies: TrustedProxies
     let configuration: ServerConfiguration
     /// The part of ``configuration`` the connection reads.
@@ -30,11 +32,12 @@ final class HotRoutes: Sendable {
     private let router: Router
 
     init(
-        sessions: SessionStore, streams: StreamGate, proxies: TrustedProxies, configuration: ServerConfiguration,
+        sessions: SessionStore, streams: StreamGate, access: AccessControl, proxies: TrustedProxies, configuration: ServerConfiguration,
         logger: Logger, metrics: ServerMetrics = ServerMetrics(), router: @escaping Router
     ) {
         self.sessions = sessions
         self.streams = streams
+        self.access = access
         self.proxies = proxies
         self.configuration = configuration
         http = configuration.http
@@ -93,6 +96,7 @@ final class HotRoutes: Sendable {
             // A stream is an endless chunked body; HTTP/1.0 has no chunks.
             guard head.version.major == 1, head.version.minor >= 1 else { throw APIError.streamNeedsHTTP11 }
             let (session, lastEventID) = try eventStreamRequest(head, session: id)
+            let expires = try access.stream(of: session.owner, on: session.feed, .init(head.headers))
             if head.method == .HEAD {
                 metrics.requestAnswered(route: RouteTable.Pattern.events.description, status: 200)
                 return .headOnly(
@@ -106,7 +110,8 @@ final class HotRoutes: Sendable {
             guard
                 let (stream, response, opening) = try EventStream.open(
                     session: session, listener: listener, ticket: ticket, lastEventID: lastEventID,
-                    gzip: Gzip.accepted(by: head.headers), configuration: configuration)
+                    gzip: Gzip.accepted(by: head.headers), closesAfter: expires.map { AccessToken.streamLife(until: $0) },
+                    configuration: configuration)
             else { throw APIError.sessionNotFound(id) }
             metrics.streamOpened()
             var bytes = channel.allocator.buffer(capacity: 256 + opening.readableBytes)

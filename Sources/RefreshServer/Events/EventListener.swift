@@ -211,6 +211,9 @@ struct Wakeup: Sendable {
         case tick
         /// The session ended: streams end their responses.
         case sessionEnded
+        /// The token the stream was opened with is about to expire: that stream ends its
+        /// response, and its reader comes back with a renewed one.
+        case accessExpired
     }
 
     let reason: Reason

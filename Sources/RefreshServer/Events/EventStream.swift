@@ -15,13 +15,18 @@ struct EventStream {
 
     /// The response head and the first chunk (the `retry:` line and the catch-up), or
     /// `nil` when the session ended meanwhile.
+    ///
+    /// On `listener`'s event loop. `closesAfter`: how long the stream may stay open (its
+    /// token's life), after which it ends cleanly, so its reader comes back with a renewed
+    /// token and resumes where it was.
     static func open(
         session: Session, listener: any EventListener, ticket: StreamGate.Ticket, lastEventID: UInt64?, gzip: Bool,
-        configuration: ServerConfiguration
+        closesAfter: TimeAmount? = nil, configuration: ServerConfiguration
     ) throws -> (stream: EventStream, head: HTTPResponse, opening: ByteBuffer)? {
         let gzip = try gzip ? GzipStream() : nil
         guard let (initial, cursor) = session.subscribe(listener, lastEventID: lastEventID, now: .now) else { return nil }
         let subscription = Subscription(session: session, listener: listener, ticket: ticket)
+        if let closesAfter { subscription.close(after: closesAfter) }
         let headers = responseFields(gzip: gzip != nil)
         var stream = EventStream(
             subscription: subscription, cursor: cursor, gzip: gzip,
@@ -151,11 +156,14 @@ struct EventStream {
 }
 
 /// A stream's hold on its session and on its place among the open streams: both are let go
-/// exactly once, when the stream is dropped, however its connection ended.
+/// exactly once, when the stream is dropped, however its connection ended. So is its timer,
+/// if its token gave it one: a stream that ended first is not woken later, and the next
+/// stream of its connection is not ended by it.
 private final class Subscription {
     let session: Session
     let listener: any EventListener
     let ticket: StreamGate.Ticket
+    private var closing: Scheduled<Void>?
 
     init(session: Session, listener: any EventListener, ticket: StreamGate.Ticket) {
         self.session = session
@@ -163,7 +171,17 @@ private final class Subscription {
         self.ticket = ticket
     }
 
+    /// On the listener's event loop: ends the stream after `delay`.
+    func close(after delay: TimeAmount) {
+        let listener = listener
+        closing = listener.eventLoop.assumeIsolated().scheduleTask(in: delay) {
+            var replay = ReplayCache()
+            listener.wake(.accessExpired, replay: &replay)
+        }
+    }
+
     deinit {
+        closing?.cancel()
         session.unsubscribe(listener, now: .now)
     }
 }

@@ -68,6 +68,10 @@ public final class ServerMetrics: Sendable {
     private let storeErrors: [StoreOperation: CoreMetrics.Counter]
     private let notificationReconnects: CoreMetrics.Counter
 
+    // MARK: Access
+
+    private let authRefusals: [AccessRefusal: CoreMetrics.Counter]
+
     public init() {
         let registry = PrometheusCollectorRegistry()
         let factory = PrometheusMetricsFactory(registry: registry)
@@ -187,6 +191,15 @@ public final class ServerMetrics: Sendable {
             })
         notificationReconnects = counter(
             "notification_reconnects", "Times the PostgreSQL notification connection was lost and made again.", [])
+        authRefusals = Dictionary(
+            uniqueKeysWithValues: AccessRefusal.allCases.map { reason in
+                (
+                    reason,
+                    counter(
+                        "auth_refused", "Requests refused a feed for their token (401, 403), by reason; never by feed.",
+                        [("reason", reason.rawValue)])
+                )
+            })
     }
 
     private static func counter(
@@ -306,6 +319,11 @@ public final class ServerMetrics: Sendable {
     /// keeps losing its connection to the database; its news then arrive by the slow poll.
     public func notificationReconnected() {
         notificationReconnects.increment()
+    }
+
+    /// A request was refused a feed for its token, or for the lack of one.
+    func authRefused(_ reason: AccessRefusal) {
+        authRefusals[reason]?.increment()
     }
 
     // MARK: - Scrape

@@ -8,6 +8,8 @@ struct ItemRoutes: Sendable {
     typealias Context = ServerRequestContext
 
     let feeds: FeedRegistry
+    /// Who may read and publish which feed: asked before the store is.
+    let access: AccessControl
     let configuration: ServerConfiguration
 
     static var maxLimit: Int { 200 }
@@ -26,6 +28,7 @@ struct ItemRoutes: Sendable {
 
     @Sendable func show(_ request: Request, context: Context) async throws -> Response {
         let name = try name(request, context)
+        _ = try access.read(name, .init(request.headers))
         let head = try await feeds.view(name).head()
         return JSONResponse.make(.ok, request: request) { json in
             json.beginObject()
@@ -36,7 +39,9 @@ struct ItemRoutes: Sendable {
     }
 
     @Sendable func list(_ request: Request, context: Context) async throws -> Response {
-        let feed = try feeds.view(name(request, context))
+        let name = try name(request, context)
+        _ = try access.read(name, .init(request.headers))
+        let feed = try feeds.view(name)
         let query = request.uri.queryParameters
         var limit = configuration.pageSize
         if let text = query["limit"] {
@@ -69,8 +74,8 @@ struct ItemRoutes: Sendable {
     }
 
     @Sendable func publish(_ request: Request, context: Context) async throws -> Response {
-        try authorize(request, client: context.client)
         let name = try name(request, context)
+        try access.publish(to: name, .init(request.headers), client: context.client)
         let feed = try feeds.view(name)
         guard let body = try await RequestBodyReader.json(request, limit: configuration.maxBodyBytes) else {
             throw APIError.malformedJSON("the body is empty")
@@ -107,42 +112,5 @@ struct ItemRoutes: Sendable {
             json.endArray()
             json.endObject()
         }
-    }
-
-    /// Without a token, only local programs may publish: the server listens on loopback only,
-    /// and the client (as a trusted proxy names it) is local too, so a front on this host
-    /// does not open publishing to whoever it serves.
-    private func authorize(_ request: Request, client: String) throws {
-        if configuration.publishingDisabled {
-            throw APIError(.forbidden, "publishing_disabled", "This server takes no publishes (--disable-publishing).")
-        }
-        guard let token = configuration.publishToken else {
-            guard configuration.listensOnLoopbackOnly else {
-                throw APIError(.forbidden, "publishing_disabled", "Publishing needs --publish-token when the server listens beyond loopback.")
-            }
-            guard Self.isLoopback(client) else {
-                throw APIError(.forbidden, "publishing_disabled", "Publishing from another host needs the server's --publish-token.")
-            }
-            return
-        }
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
-            Self.constantTimeEqual(String(header.dropFirst(7)), token)
-        else {
-            throw APIError(.unauthorized, "unauthorized", "Publishing needs the header Authorization: Bearer <publish token>.")
-        }
-    }
-
-    /// `client` as ``TrustedProxies`` keys it: IPv4 as is, IPv6 by its /64 (`::1`'s is
-    /// `::/64`), `local` when the connection has no IP peer.
-    static func isLoopback(_ client: String) -> Bool {
-        client.hasPrefix("127.") || client == "0:0:0:0::/64" || client == "local"
-    }
-
-    private static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let a = Array(a.utf8)
-        let b = Array(b.utf8)
-        var difference = UInt8(a.count == b.count ? 0 : 1)
-        for index in 0..<min(a.count, b.count) { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 }

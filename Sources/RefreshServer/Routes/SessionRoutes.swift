@@ -14,6 +14,8 @@ struct SessionRoutes: Sendable {
     let feeds: FeedRegistry
     /// Asked whether the new session's page could open its stream now.
     let streams: StreamGate
+    /// Whether the session's feed may be read, and by whom the session is then owned.
+    let access: AccessControl
     let configuration: ServerConfiguration
 
     private func session(_ context: Context) throws -> Session {
@@ -27,8 +29,9 @@ struct SessionRoutes: Sendable {
         let sessionRequest = try SessionRequest.decode(body)
         let wantsFirstPage = sessionRequest.firstPage == true
         let name = try sessionRequest.feedName()
+        let owner = try access.read(name, .init(request.headers)).map { SessionOwner(subject: $0.subject) }
         // Within the limits first: a client refused a session makes no store reads.
-        let session = try sessions.create(config: config, feed: name, client: context.client)
+        let session = try sessions.create(config: config, feed: name, client: context.client, owner: owner)
         var window: PageWindow?
         var firstPage: FeedPage?
         do {

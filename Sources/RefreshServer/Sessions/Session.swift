@@ -13,6 +13,8 @@ public final class Session: Sendable, NewsListener {
     public let config: RefreshConfig
     /// The address that created it, whose per-client limit it counts against.
     let client: String
+    /// Whose it is: `nil` when it was created without a token.
+    let owner: SessionOwner?
     private let services: Services
     private let state: Mutex<State>
 
@@ -59,10 +61,14 @@ public final class Session: Sendable, NewsListener {
         var sampleArrival: ContinuousClock.Instant?
     }
 
-    init(id: String, config: RefreshConfig, client: String, services: Services, limits: ServerConfiguration, now: ContinuousClock.Instant) {
+    init(
+        id: String, config: RefreshConfig, client: String, owner: SessionOwner? = nil, services: Services, limits: ServerConfiguration,
+        now: ContinuousClock.Instant
+    ) {
         self.id = id
         self.config = config
         self.client = client
+        self.owner = owner
         self.services = services
         self.state = Mutex(
             State(

@@ -31,10 +31,11 @@ public final class SessionStore: Sendable {
     var count: Int { registry.withLock { $0.sessions.count } }
 
     /// A new session of `feed` for `client` (its address, see ``TrustedProxies``).
-    func create(config: RefreshConfig, feed: FeedName = .main, client: String) throws(APIError) -> Session {
+    func create(config: RefreshConfig, feed: FeedName = .main, client: String, owner: SessionOwner? = nil) throws(APIError) -> Session {
         let services = try feeds.join(feed)
         let session = Session(
-            id: Self.newID(instance: limits.instanceName), config: config, client: client, services: services, limits: limits, now: .now)
+            id: Self.newID(instance: limits.instanceName), config: config, client: client, owner: owner, services: services, limits: limits,
+            now: .now)
         do {
             try admit(session)
         } catch {

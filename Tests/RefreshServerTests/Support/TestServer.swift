@@ -41,7 +41,7 @@ struct TestServer {
         _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
         let (ports, portFound) = AsyncStream<Int>.makeStream()
-        let app = try RefreshApplication.build(configuration: configuration, feed: feed, logger: logger) { portFound.yield($0) }
+        let app = try await RefreshApplication.build(configuration: configuration, feed: feed, logger: logger) { portFound.yield($0) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await app.run() }
             var outcome: Result<Void, any Error> = .success(())

@@ -1,0 +1,143 @@
+import Foundation
+import RefreshFeed
+
+/// The rules of access applied to a request: what it proves (a token, the static publish
+/// token, nothing) and whether that lets it read or publish to a feed. Every route that
+/// reads or publishes a feed asks here, before it reads the store, so a refusal is the same
+/// for a feed that exists and one that does not.
+///
+/// Without keys (no `--auth-key`) the server is as it always was: every feed may be read, and
+/// publishing needs `--publish-token`, or a local client of a server on loopback.
+struct AccessControl: Sendable {
+    /// `nil`: no `--auth-key`.
+    let verifier: TokenVerifier?
+    let rules: FeedAccess
+    let publishToken: String?
+    let publishingDisabled: Bool
+    let listensOnLoopbackOnly: Bool
+    let metrics: ServerMetrics
+
+    /// The name of the cookie a page's token travels in: an `EventSource` sends no headers.
+    static let cookieName = "ptr_token"
+
+    init(configuration: ServerConfiguration, verifier: TokenVerifier?, metrics: ServerMetrics) {
+        self.verifier = verifier
+        rules = FeedAccess(publicFeeds: configuration.publicFeedPatterns)
+        publishToken = configuration.publishToken
+        publishingDisabled = configuration.publishingDisabled
+        listensOnLoopbackOnly = configuration.listensOnLoopbackOnly
+        self.metrics = metrics
+    }
+
+    /// What carries a request's credentials: its `Authorization` field and its cookies.
+    struct Carrier {
+        var authorization: String?
+        var cookies: [String]
+
+        /// A bearer token from `Authorization`, else the `ptr_token` cookie; never the URL.
+        var token: Substring? {
+            if let authorization, let token = Self.bearer(authorization) { return token }
+            for field in cookies {
+                for pair in field.split(separator: ";") {
+                    let pair = pair.drop { $0 == " " }
+                    guard pair.hasPrefix(AccessControl.cookieName + "=") else { continue }
+                    let value = pair.dropFirst(AccessControl.cookieName.count + 1)
+                    return value.isEmpty ? nil : value
+                }
+            }
+            return nil
+        }
+
+        /// The token of `Bearer TOKEN` (the scheme's case does not matter, RFC 9110 §11.1).
+        static func bearer(_ field: String) -> Substring? {
+            let scheme = "bearer "
+            guard field.utf8.count > scheme.utf8.count, field.prefix(scheme.count).lowercased() == scheme else { return nil }
+            let token = field.dropFirst(scheme.count).drop { $0 == " " }
+            return token.isEmpty ? nil : token
+        }
+    }
+
+    /// Whether the request may read `feed`: `nil` when it may without a token (or gave none),
+    /// the token when it gave a valid one that may. A token given must be valid, even for a
+    /// public feed: a client that sends one learns at once that it does not work.
+    func read(_ feed: FeedName, _ carrier: Carrier) throws(APIError) -> AccessToken? {
+        guard let verifier else { return nil }
+        let token = try carrier.token.map { (text) throws(APIError) in try verified(text, by: verifier) }
+        try decide(.read, on: feed, with: token.map { .token($0.rights) } ?? .none)
+        return token
+    }
+
+    /// Whether the stream of a session of `owner`, on `feed`, may be opened: the instant its
+    /// token expires, when it was opened with one, by which the stream must have closed.
+    func stream(of owner: SessionOwner?, on feed: FeedName, _ carrier: Carrier) throws(APIError) -> Date? {
+        guard let verifier, let owner else { return nil }
+        guard let text = carrier.token else { throw refused(.missing) }
+        let token = try verified(text, by: verifier)
+        guard token.subject == owner.subject else { throw refused(.insufficientScope) }
+        try decide(.read, on: feed, with: .token(token.rights))
+        return token.expires
+    }
+
+    /// Whether the request may publish to `feed`. `client` is the address that sent it, as
+    /// the trusted proxies name it.
+    func publish(to feed: FeedName, _ carrier: Carrier, client: String) throws(APIError) {
+        if publishingDisabled {
+            throw APIError(.forbidden, "publishing_disabled", "This server takes no publishes (--disable-publishing).")
+        }
+        let bearer = carrier.authorization.flatMap(Carrier.bearer)
+        if let publishToken, let bearer, Self.constantTimeEqual(bearer, publishToken) { return }
+        guard let verifier else { return try publishWithoutKeys(bearer: bearer, client: client) }
+        let token = try carrier.token.map { (text) throws(APIError) in try verified(text, by: verifier) }
+        try decide(.publish, on: feed, with: token.map { .token($0.rights) } ?? .none)
+    }
+
+    /// Without keys: the static token, or a local client of a server on loopback only, so a
+    /// front on this host does not open publishing to whoever it serves.
+    private func publishWithoutKeys(bearer: Substring?, client: String) throws(APIError) {
+        guard publishToken != nil else {
+            guard listensOnLoopbackOnly else {
+                throw APIError(.forbidden, "publishing_disabled", "Publishing needs --publish-token when the server listens beyond loopback.")
+            }
+            guard Self.isLoopback(client) else {
+                throw APIError(.forbidden, "publishing_disabled", "Publishing from another host needs the server's --publish-token.")
+            }
+            return
+        }
+        throw APIError(.unauthorized, "unauthorized", "Publishing needs the header Authorization: Bearer <publish token>.")
+    }
+
+    private func verified(_ text: Substring, by verifier: TokenVerifier) throws(APIError) -> AccessToken {
+        do {
+            return try verifier.verify(text)
+        } catch {
+            throw refused(error)
+        }
+    }
+
+    private func decide(_ action: FeedAccess.Action, on feed: FeedName, with credentials: FeedAccess.Credentials) throws(APIError) {
+        switch rules.decide(action, on: feed, with: credentials) {
+        case .allowed: return
+        case .tokenNeeded: throw refused(.missing)
+        case .insufficientScope: throw refused(.insufficientScope)
+        }
+    }
+
+    private func refused(_ reason: AccessRefusal) -> APIError {
+        metrics.authRefused(reason)
+        return reason.apiError
+    }
+
+    /// `client` as ``TrustedProxies`` keys it: IPv4 as is, IPv6 by its /64 (`::1`'s is
+    /// `::/64`), `local` when the connection has no IP peer.
+    static func isLoopback(_ client: String) -> Bool {
+        client.hasPrefix("127.") || client == "0:0:0:0::/64" || client == "local"
+    }
+
+    private static func constantTimeEqual(_ a: Substring, _ b: String) -> Bool {
+        let a = Array(a.utf8)
+        let b = Array(b.utf8)
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for index in 0..<min(a.count, b.count) { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+}

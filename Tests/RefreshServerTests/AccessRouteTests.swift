@@ -1,0 +1,167 @@
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+@testable import RefreshFeed
+@testable import RefreshServer
+
+/// Access over real HTTP, with `--auth-key`: who reads and publishes which feed, who opens a
+/// session's stream, what a refusal says (the same for a feed that exists and one that does
+/// not), and a stream that ends as its token expires.
+@Suite struct AccessRouteTests {
+    static let publishToken = "the-static-publish-token-of-this-server"
+
+    private func run(logger: Logger = Logger(label: "refresh-server"), _ body: @Sendable (TestServer, TestKeys) async throws -> Void) async throws {
+        let keys = try await TestKeys.make()
+        defer { keys.remove() }
+        let configuration = TestServer.configuration {
+            $0.authKeys = keys.files
+            $0.publishToken = Self.publishToken
+        }
+        try await TestServer.run(configuration, feed: MemoryFeed(items: items(3)), logger: logger) { server in
+            // A private feed with items, beside private feeds that have none.
+            let stored = try await server.post(
+                "/api/feeds/user:1/items", #"{"id":"secret","title":"Only for user 1","published":"2030-01-01T00:00:00Z"}"#,
+                headers: [("Authorization", "Bearer \(Self.publishToken)")])
+            #expect(stored.status == 201)
+            try await body(server, keys)
+        }
+    }
+
+    private func bearer(_ token: String) -> [(String, String)] { [("Authorization", "Bearer \(token)")] }
+
+    /// A refusal, as the answer and its challenge say it.
+    private func expectRefused(_ reply: TestServer.Reply, _ status: Int, _ code: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(reply.status == status, "\(reply.text)", sourceLocation: sourceLocation)
+        #expect(reply.json["error"] as? String == code, sourceLocation: sourceLocation)
+        #expect(reply.headers.first(name: "www-authenticate") == #"Bearer error="\#(code)""#, sourceLocation: sourceLocation)
+    }
+
+    @Test func aPrivateFeedIsReadWithARightAndRefusedTheSameWhetherItExistsOrNot() async throws {
+        try await run { server, keys in
+            // Public `main` needs nothing.
+            #expect(try await server.get("/api/items").status == 200)
+            #expect(try await server.get("/api/feeds/main").status == 200)
+            let reader = try await keys.token("rs", read: ["user:1"])
+            let page = try await server.get("/api/feeds/user:1/items", headers: bearer(reader))
+            #expect(page.status == 200)
+            #expect((page.json["items"] as? [[String: Any]])?.first?["id"] as? String == "secret")
+            #expect(try await server.get("/api/feeds/user:1", headers: bearer(reader)).json["head"] as? Int == 1)
+            // The cookie a page's token travels in works as the header does.
+            let byCookie = try await server.get("/api/feeds/user:1/items", headers: [("Cookie", "theme=dark; ptr_token=\(reader)")])
+            #expect(byCookie.status == 200)
+
+            let other = try await keys.token("es", read: ["user:2"])
+            for (path, existing) in [("/api/feeds/user:1/items", "/api/feeds/user:9/items"), ("/api/feeds/user:1", "/api/feeds/user:9")] {
+                let none = try await server.get(path)
+                let noneElsewhere = try await server.get(existing)
+                expectRefused(none, 401, "invalid_token")
+                #expect(none.body == noneElsewhere.body)
+                let scoped = try await server.get(path, headers: bearer(other))
+                let scopedElsewhere = try await server.get(existing, headers: bearer(other))
+                expectRefused(scoped, 403, "insufficient_scope")
+                #expect(scoped.body == scopedElsewhere.body)
+                #expect(!scoped.text.contains("secret") && !scoped.text.contains("user:1"))
+            }
+            // A token given must be valid, even where none is needed.
+            let expired = try await keys.token("hs", read: ["*"], expires: Date().addingTimeInterval(-5))
+            expectRefused(try await server.get("/api/items", headers: bearer(expired)), 401, "invalid_token")
+            expectRefused(try await server.get("/api/feeds/user:1/items", headers: bearer("not.a.token")), 401, "invalid_token")
+        }
+    }
+
+    @Test func publishingNeedsAPublishRightOrTheStaticToken() async throws {
+        try await run { server, keys in
+            let item = #"{"id":"n1","title":"New","published":"2030-01-02T00:00:00Z"}"#
+            expectRefused(try await server.post("/api/feeds/user:1/items", item), 401, "invalid_token")
+            // Reading is not publishing.
+            let reader = try await keys.token("ed", read: ["user:1"])
+            expectRefused(try await server.post("/api/feeds/user:1/items", item, headers: bearer(reader)), 403, "insufficient_scope")
+            let publisher = try await keys.token("ed", publish: ["user:*"])
+            #expect(try await server.post("/api/feeds/user:1/items", item, headers: bearer(publisher)).status == 201)
+            expectRefused(try await server.post("/api/feeds/team.eng/items", item, headers: bearer(publisher)), 403, "insufficient_scope")
+            #expect(try await server.post("/api/items", item, headers: bearer(Self.publishToken)).status == 201)
+            // Nothing of a refused publish was stored.
+            let feed = try await server.get("/api/feeds/team.eng", headers: bearer(try await keys.token(read: ["*"])))
+            #expect(feed.json["head"] as? Int == 0)
+        }
+    }
+
+    @Test func aSessionBelongsToItsTokensSubjectAndItsStreamNeedsTheSameOwner() async throws {
+        try await run { server, keys in
+            let body = #"{"feed":"user:1"}"#
+            expectRefused(try await server.post("/api/sessions", body), 401, "invalid_token")
+            expectRefused(
+                try await server.post("/api/sessions", body, headers: bearer(try await keys.token(read: ["user:2"]))), 403, "insufficient_scope")
+            let alice = try await keys.token("hs", sub: "alice", read: ["user:1"])
+            let created = try await server.post("/api/sessions", body, headers: bearer(alice))
+            #expect(created.status == 201)
+            let id = try #require(created.json["id"] as? String)
+
+            let anonymous = try await server.events(id)
+            #expect(anonymous.status == 401)
+            let mallory = try await server.events(id, headers: bearer(try await keys.token("rs", sub: "mallory", read: ["*"])))
+            #expect(mallory.status == 403)
+            // The same owner, whose token no longer reads the feed.
+            let narrowed = try await server.events(id, headers: bearer(try await keys.token("rs", sub: "alice", read: ["user:2"])))
+            #expect(narrowed.status == 403)
+            let stream = try await server.events(id, headers: [("Cookie", "ptr_token=\(try await keys.token("es", sub: "alice", read: ["user:1"]))")])
+            #expect(stream.status == 200)
+            #expect(try await stream.nextEvent().event == "state")
+            // Samples need the session id alone.
+            _ = try await server.sample(id, seq: 1, y: 10)
+
+            // A session of the public feed created without a token: its id opens its stream.
+            let open = try await server.session()
+            #expect(try await server.events(open).status == 200)
+        }
+    }
+
+    @Test func aStreamEndsCleanlyBeforeItsTokenExpires() async throws {
+        try await run { server, keys in
+            let token = try await keys.token("hs", read: ["user:1"], expires: Date().addingTimeInterval(2))
+            let created = try await server.post("/api/sessions", #"{"feed":"user:1"}"#, headers: bearer(token))
+            let id = try #require(created.json["id"] as? String)
+            let stream = try await server.events(id, headers: bearer(token))
+            #expect(stream.status == 200)
+            _ = try await stream.nextEvent()
+            let started = ContinuousClock.now
+            // The body ends (the chunked terminator): the client sees the end, not an error.
+            while try await stream.chunk(within: 5) != nil {}
+            #expect(ContinuousClock.now - started < .seconds(4))
+            // The session lives on: a renewed token opens its stream again.
+            let renewed = try await keys.token("hs", read: ["user:1"])
+            #expect(try await server.events(id, headers: bearer(renewed)).status == 200)
+        }
+    }
+
+    @Test func refusalsAreCountedByReasonAndTheTokenIsNeverLogged() async throws {
+        let lines = LogCapture()
+        var logger = Logger(label: "refresh-server") { _ in lines }
+        logger.logLevel = .trace
+        let tokens = Mutex<[String]>([])
+        try await run(logger: logger) { server, keys in
+            let scoped = try await keys.token(read: ["user:2"])
+            let expired = try await keys.token(expires: Date().addingTimeInterval(-1))
+            tokens.withLock { $0 = [scoped, expired] }
+            _ = try await server.get("/api/feeds/user:1/items")
+            _ = try await server.get("/api/feeds/user:1/items", headers: bearer(scoped))
+            _ = try await server.get("/api/feeds/user:1/items", headers: [("Cookie", "ptr_token=\(expired)")])
+            let created = try await server.post("/api/sessions", #"{"feed":"user:1"}"#, headers: bearer(try await keys.token(read: ["user:1"])))
+            _ = try await server.events(try #require(created.json["id"] as? String), headers: bearer(scoped))
+            let metrics = try await server.get("/metrics").text
+            for (reason, count) in [("missing", 1), ("insufficient_scope", 2), ("expired", 1)] {
+                #expect(metrics.contains(#"ptr_auth_refused_total{reason="\#(reason)"} \#(count)"#), "\(reason)")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let logged = lines.records.map { $0.message + " " + $0.metadata.values.joined(separator: " ") }
+        #expect(logged.contains { $0.contains("insufficient_scope") })
+        for token in tokens.withLock({ $0 }) {
+            // Not the token, nor its signature alone.
+            let signature = String(token.split(separator: ".").last!)
+            #expect(!logged.contains { $0.contains(token) || $0.contains(signature) })
+        }
+    }
+}
