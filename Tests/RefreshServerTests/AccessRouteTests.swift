@@ -51,6 +51,10 @@ import Testing
             // The cookie a page's token travels in works as the header does.
             let byCookie = try await server.get("/api/feeds/user:1/items", headers: [("Cookie", "theme=dark; ptr_token=\(reader)")])
             #expect(byCookie.status == 200)
+            let quoted = try await server.get("/api/feeds/user:1/items", headers: [("Cookie", "ptr_token=\"\(reader)\"; theme=dark")])
+            #expect(quoted.status == 200)
+            // Never from the URL.
+            expectRefused(try await server.get("/api/feeds/user:1/items?access_token=\(reader)&ptr_token=\(reader)"), 401, "invalid_token")
 
             let other = try await keys.token("es", read: ["user:2"])
             for (path, existing) in [("/api/feeds/user:1/items", "/api/feeds/user:9/items"), ("/api/feeds/user:1", "/api/feeds/user:9")] {

@@ -41,7 +41,9 @@ struct AccessControl: Sendable {
                 for pair in field.split(separator: ";") {
                     let pair = pair.drop { $0 == " " }
                     guard pair.hasPrefix(AccessControl.cookieName + "=") else { continue }
-                    let value = pair.dropFirst(AccessControl.cookieName.count + 1)
+                    var value = pair.dropFirst(AccessControl.cookieName.count + 1)
+                    // RFC 6265 lets a cookie's value be quoted.
+                    if value.count >= 2, value.first == "\"", value.last == "\"" { value = value.dropFirst().dropLast() }
                     return value.isEmpty ? nil : value
                 }
             }
