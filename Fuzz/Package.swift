@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "4.1.0"..<"5.0.0"),
     ],
     targets: [
         .target(name: "RefreshEngine", swiftSettings: instrumented),
@@ -76,6 +78,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             path: "Sources/ServerSubset",
             exclude: [
@@ -100,6 +103,14 @@ let package = Package(
         ),
         .executableTarget(
             name: "fuzz-bodies", dependencies: ["FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshFeed", "RefreshJSON", "RefreshServer"],
+            swiftSettings: instrumented, linkerSettings: linked
+        ),
+        .executableTarget(
+            name: "fuzz-tokens",
+            dependencies: [
+                "FuzzDriver", "FuzzSupport", "RefreshFeed", "RefreshServer", .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: instrumented, linkerSettings: linked
         ),
         .executableTarget(
