@@ -52,6 +52,21 @@ for count in sorted({run["streams"] for run in runs if run["mode"] == "isolation
     isolation_rows.append((f"{prefix}: server CPU for it", run.get("aloneCpuMs"), run.get("besideCpuMs"), "ms"))
     isolation_rows.append((f"{prefix}: streams of the other feed told of it", None, run.get("crowdStreamsThatHeard"), ""))
 
+# A sample with and without --auth-key: medians of the interleaved rounds.
+def median(values):
+    values = sorted(v for v in values if isinstance(v, (int, float)))
+    return values[len(values) // 2] if values else None
+
+
+auth_rows = []  # (figure, without, with, unit)
+auth_runs = {kind: [run for run in runs if run["kind"] == kind and run["mode"] == "l1"] for kind in ("auth-off", "auth-on")}
+if auth_runs["auth-off"] and auth_runs["auth-on"]:
+    rounds = min(len(auth_runs["auth-off"]), len(auth_runs["auth-on"]))
+    for field, label in (("serverCpuPerSampleUs", "server CPU per sample"), ("p50us", "p50"), ("p99us", "p99")):
+        auth_rows.append((f"A L1, one stream, {label} (median of {rounds} rounds)",
+                          median(run.get(field) for run in auth_runs["auth-off"]),
+                          median(run.get(field) for run in auth_runs["auth-on"]), "µs"))
+
 # The cluster figures: three instances on PostgreSQL against one on SQLite, same parameters.
 cluster_rows = []  # (figure, cluster, sqlite, unit)
 for count in sorted({run["streams"] for run in runs if run["mode"] == "news" and run["kind"] in ("cluster", "sqlite")}):
@@ -113,6 +128,7 @@ machine = {
 json.dump({"machine": machine, "runs": runs,
            "table": [{"figure": f, "ours": o, "nchan": n, "unit": u} for f, o, n, u in rows],
            "isolationTable": [{"figure": f, "alone": a, "beside": b, "unit": u} for f, a, b, u in isolation_rows],
+           "authTable": [{"figure": f, "without": a, "with": b, "unit": u} for f, a, b, u in auth_rows],
            "clusterTable": [{"figure": f, "cluster": c, "sqlite": s, "unit": u} for f, c, s, u in cluster_rows]},
           open(json_path, "w"), indent=2)
 
@@ -131,6 +147,11 @@ if isolation_rows:
     out += ["", "| figure | alone on the server | beside the crowd | ratio (beside / alone) |", "| --- | ---: | ---: | ---: |"]
     for figure, alone, beside, unit in isolation_rows:
         out.append(f"| {figure} | {fmt(alone)} {unit} | {fmt(beside)} {unit} | {ratio(beside, alone)} |".replace("  |", " |"))
+if auth_rows:
+    out += ["", "| figure | without --auth-key | with --auth-key, a private feed's session | ratio (with / without) |",
+            "| --- | ---: | ---: | ---: |"]
+    for figure, without, with_key, unit in auth_rows:
+        out.append(f"| {figure} | {fmt(without)} {unit} | {fmt(with_key)} {unit} | {ratio(with_key, without)} |")
 if cluster_rows:
     out += ["", "| figure | three instances, PostgreSQL | one instance, SQLite | ratio (cluster / SQLite) |",
             "| --- | ---: | ---: | ---: |"]

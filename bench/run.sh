@@ -5,11 +5,15 @@
 #   bash bench/run.sh            full run (release build, about 15 minutes)
 #   bash bench/run.sh --smoke    tiny counts, a few seconds, any build: keeps the script alive in CI
 #
-# FIGURES="l1 l2 fanout memory news isolation cluster" picks figures (default: all; the results are
+# FIGURES="l1 l2 fanout memory news isolation auth cluster" picks figures (default: all; the results are
 # then named after them, bench/results/<date>-<figures>.*). SCRATCH_PATH=DIR builds
 # and runs the binaries in DIR (swift build --scratch-path) instead of .build, to stay clear
 # of another build in progress. BENCH_BIN=DIR runs the refresh-server and refresh-bench
 # already in DIR as they are, building nothing.
+#
+# The auth figure is ours against itself: L1 on a server without --auth-key, and on one with
+# an HMAC key whose session reads a private feed with a token (AUTH_ROUNDS interleaved rounds,
+# default 3): the sample path does no token work, so the two should match.
 #
 # The cluster figure is not against nchan: three instances sharing a throwaway PostgreSQL
 # (scripts/postgres, in a temporary folder, stopped on exit) against one instance on an
@@ -56,11 +60,11 @@ fi
 
 if [ "$smoke" = yes ]; then
     l1_samples=300; l2_counts="5"; l2_seconds=2; fan_counts="20"; fan_rounds=2; memory_counts="20"
-    news_counts="200"; news_rounds=2; isolation_counts="50"; isolation_rounds=2
+    news_counts="200"; news_rounds=2; isolation_counts="50"; isolation_rounds=2; auth_rounds=1
     cluster_counts="30"; cluster_rounds=2; rate_counts="30"; rate_publishers=2; rate_seconds=2; rate_feeds="2"
     out=$(mktemp -d)
 else
-    l1_samples=10000; l2_counts="100 1000"; l2_seconds=20; fan_counts="1000 10000"; fan_rounds=5; memory_counts="1000 10000"
+    l1_samples=10000; l2_counts="100 1000"; l2_seconds=20; fan_counts="1000 10000"; fan_rounds=5; memory_counts="1000 10000"; auth_rounds=3
     news_counts="1000 10000"; news_rounds=5; isolation_counts="10000"; isolation_rounds=5
     cluster_counts="1000 10000"; cluster_rounds=5; rate_counts="10 1000"; rate_publishers=8; rate_seconds=20; rate_feeds="1 8"
     # 10,000 streams take as many descriptors in the client and in the server.
@@ -100,12 +104,12 @@ wait_for_port() { # [PORT]
     return 1
 }
 
-start() {
+start() { # TARGET [more flags of ours…]
     case "$1" in
         ours)
             "$bin/refresh-server" --port "$port" --database :memory: --max-samples-per-second 1000000000 \
                 --max-sessions-per-client 100000 --max-streams-per-client 100000 \
-                --max-sessions 30000 --max-streams 100000 --min-refresh-ms 0 --log-level warning --public Public >"$work/ours.log" 2>&1 &
+                --max-sessions 30000 --max-streams 100000 --min-refresh-ms 0 --log-level warning --public Public "${@:2}" >"$work/ours.log" 2>&1 &
             ;;
         nchan)
             mkdir -p "$work/nginx"
@@ -143,12 +147,12 @@ stop() {
     settle
 }
 
-measure() { # TARGET MODE [flags…]
+measure() { # TARGET MODE [flags…]; KIND=… names the run otherwise than its target
     local target=$1 mode=$2
     shift 2
-    echo "  $target $mode $*" >&2
+    echo "  ${KIND:-$target} $mode $*" >&2
     timeout 600 "$bin/refresh-bench" --target "$target" --port "$port" --mode "$mode" --server-pid "$measured_pid" "$@" |
-        python3 -c 'import json,sys; d=json.load(sys.stdin); d["kind"]=sys.argv[1]; d["args"]=sys.argv[2]; print(json.dumps(d))' "$target" "$*" >>"$lines"
+        python3 -c 'import json,sys; d=json.load(sys.stdin); d["kind"]=sys.argv[1]; d["args"]=sys.argv[2]; print(json.dumps(d))' "${KIND:-$target}" "$*" >>"$lines"
 }
 
 # Three instances on PostgreSQL (cluster) or one on a fresh SQLite file (sqlite), each
@@ -210,7 +214,7 @@ measure_setup() { # cluster|sqlite MODE [flags…]
         python3 -c 'import json,sys; d=json.load(sys.stdin); d["kind"]=sys.argv[1]; d["args"]=sys.argv[2]; print(json.dumps(d))' "$kind" "$*" >>"$lines"
 }
 
-figures=" ${FIGURES:-l1 l2 fanout memory news isolation cluster} "
+figures=" ${FIGURES:-l1 l2 fanout memory news isolation auth cluster} "
 for target in ours nchan; do
     [[ $figures =~ " "(l1|l2|fanout|memory|news)" " ]] || break
     echo "== $target" >&2
@@ -246,6 +250,27 @@ if [[ $figures == *" isolation "* ]]; then
     echo "== isolation" >&2
     for count in $isolation_counts; do
         start ours; measure ours isolation --count "$count" --rounds "$isolation_rounds"; stop
+    done
+fi
+
+# Ours against itself: a sample's CPU with and without --auth-key, in interleaved rounds.
+if [[ $figures == *" auth "* ]]; then
+    echo "== auth" >&2
+    head -c 48 /dev/urandom | base64 -w0 >"$work/auth.key"
+    # A token of the key that reads the feeds bench:*, minted as an application would.
+    token=$(python3 - "$work/auth.key" <<'PY'
+import base64, hashlib, hmac, json, sys, time
+secret = open(sys.argv[1], "rb").read().rstrip(b"\n")
+part = lambda data: base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+signing = part({"alg": "HS256", "typ": "JWT"}) + "." + part({"exp": int(time.time()) + 86400, "sub": "bench", "ptr": {"read": ["bench:*"]}})
+print(signing + "." + base64.urlsafe_b64encode(hmac.new(secret, signing.encode(), hashlib.sha256).digest()).rstrip(b"=").decode())
+PY
+)
+    for _ in $(seq "$auth_rounds"); do
+        start ours; KIND=auth-off measure ours l1 --samples "$l1_samples"; stop
+        start ours --auth-key "$work/auth.key"
+        KIND=auth-on measure ours l1 --samples "$l1_samples" --token "$token" --session-feed bench:l1
+        stop
     done
 fi
 

@@ -56,6 +56,11 @@ struct BenchCommand: AsyncParsableCommand {
         help:
             "Feeds publish-rate writes to (1: the server's default feed; more: feeds of their own, the sessions and the publishers dealt over them in turn)."
     ) var feeds = 1
+    @Option(
+        help:
+            "A token our server's sessions are created and their streams opened with (Authorization: Bearer), for a server with --auth-key."
+    ) var token: String?
+    @Option(help: "The feed l1's session reads (ours; default: the server's default feed).") var sessionFeed: String?
     @Option(help: "PID of the server, to read its CPU time and memory; repeat it for every instance of a cluster.")
     var serverPid: [Int] = []
     @Option(
@@ -82,7 +87,7 @@ struct BenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let name = publishTargets[0].description
-        let server: any Target = target == .ours ? OurServer(host: name) : Nchan(host: name)
+        let server: any Target = target == .ours ? OurServer(host: name, token: token) : Nchan(host: name)
         var result: [String: Any] = ["target": server.name, "mode": mode.rawValue]
         if sessionTargets.count > 1 || publishTo != nil {
             result["targets"] = sessionTargets.all.map(\.description)
@@ -123,7 +128,7 @@ struct BenchCommand: AsyncParsableCommand {
         var cpuAtStart: CPUReading?
         var cpuAtEnd: CPUReading?
         try await Connection.with(host: host, port: port) { control in
-            let channel = try await server.makeChannel(on: control, index: 0, hearsNews: true)
+            let channel = try await server.makeChannel(on: control, index: 0, hearsNews: true, feed: sessionFeed)
             try await Connection.with(host: host, port: port) { stream in
                 try await stream.send(server.subscribe(channel))
                 try await Self.settle(server, channel: channel, control: control, stream: stream)

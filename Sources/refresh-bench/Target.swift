@@ -56,13 +56,18 @@ func newsTitle(round: Int) -> String { "Benchmark news, round \(round)" }
 
 struct OurServer: Target {
     let host: String
+    /// Sent with a session's creation and its stream's opening, the requests that read a feed;
+    /// samples go by the session's id alone.
+    var token: String?
     var name: String { "swift-pull-to-refresh" }
+
+    private var authorization: String { token.map { "Authorization: Bearer \($0)\r\n" } ?? "" }
 
     func makeChannel(on connection: Connection, index: Int, hearsNews: Bool, feed: String?) async throws -> String {
         var members = hearsNews ? [] : [#""config":{"news":"off"}"#]
         if let feed { members.append(#""feed":"\#(feed)""#) }
         let request = "{\(members.joined(separator: ","))}"
-        try await connection.send(Connection.request("POST", "/api/sessions", host: host, body: request))
+        try await connection.send(Connection.request("POST", "/api/sessions", host: host, body: request, headers: authorization))
         let (status, body) = try await connection.response()
         guard status == 201, let start = body.range(of: #""id":""#), let end = body[start.upperBound...].firstIndex(of: "\"") else {
             throw BenchError("creating a session answered \(status): \(body.prefix(200))")
@@ -71,7 +76,7 @@ struct OurServer: Target {
     }
 
     func subscribe(_ channel: String) -> ByteBuffer {
-        Connection.request("GET", "/api/sessions/\(channel)/events", host: host)
+        Connection.request("GET", "/api/sessions/\(channel)/events", host: host, headers: authorization)
     }
 
     func publish(_ channel: String, seq: Int) -> ByteBuffer {
