@@ -68,6 +68,9 @@ import Testing
                 #expect(scoped.body == scopedElsewhere.body)
                 #expect(!scoped.text.contains("secret") && !scoped.text.contains("user:1"))
             }
+            // The static publish token reads what anyone reads, nothing more.
+            #expect(try await server.get("/api/items", headers: bearer(Self.publishToken)).status == 200)
+            expectRefused(try await server.get("/api/feeds/user:1/items", headers: bearer(Self.publishToken)), 401, "invalid_token")
             // A token given must be valid, even where none is needed.
             let expired = try await keys.token("hs", read: ["*"], expires: Date().addingTimeInterval(-5))
             expectRefused(try await server.get("/api/items", headers: bearer(expired)), 401, "invalid_token")

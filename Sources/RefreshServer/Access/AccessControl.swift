@@ -64,9 +64,17 @@ struct AccessControl: Sendable {
     /// public feed: a client that sends one learns at once that it does not work.
     func read(_ feed: FeedName, _ carrier: Carrier) throws(APIError) -> AccessToken? {
         guard let verifier else { return nil }
-        let token = try carrier.token.map { (text) throws(APIError) in try verified(text, by: verifier) }
-        try decide(.read, on: feed, with: token.map { .token($0.rights) } ?? .none)
-        return token
+        switch try credentials(carrier, verifier: verifier) {
+        case .none:
+            try decide(.read, on: feed, with: .none)
+            return nil
+        case .publishToken:
+            try decide(.read, on: feed, with: .publishToken)
+            return nil
+        case .token(let token):
+            try decide(.read, on: feed, with: .token(token.rights))
+            return token
+        }
     }
 
     /// Whether the stream of a session of `owner`, on `feed`, may be opened: the instant its
@@ -86,16 +94,39 @@ struct AccessControl: Sendable {
         if publishingDisabled {
             throw APIError(.forbidden, "publishing_disabled", "This server takes no publishes (--disable-publishing).")
         }
-        let bearer = carrier.authorization.flatMap(Carrier.bearer)
-        if let publishToken, let bearer, Self.constantTimeEqual(bearer, publishToken) { return }
-        guard let verifier else { return try publishWithoutKeys(bearer: bearer, client: client) }
-        let token = try carrier.token.map { (text) throws(APIError) in try verified(text, by: verifier) }
-        try decide(.publish, on: feed, with: token.map { .token($0.rights) } ?? .none)
+        guard let verifier else { return try publishWithoutKeys(carrier, client: client) }
+        switch try credentials(carrier, verifier: verifier) {
+        case .none: try decide(.publish, on: feed, with: .none)
+        case .publishToken: try decide(.publish, on: feed, with: .publishToken)
+        case .token(let token): try decide(.publish, on: feed, with: .token(token.rights))
+        }
+    }
+
+    /// What a request proved, with keys.
+    private enum Proof {
+        case none
+        /// The static `--publish-token`, as the bearer token.
+        case publishToken
+        case token(AccessToken)
+    }
+
+    /// The static publish token if that is the bearer token, else the token the request
+    /// carries, verified (a token given must be valid).
+    private func credentials(_ carrier: Carrier, verifier: TokenVerifier) throws(APIError) -> Proof {
+        if isPublishToken(carrier) { return .publishToken }
+        guard let text = carrier.token else { return .none }
+        return .token(try verified(text, by: verifier))
+    }
+
+    private func isPublishToken(_ carrier: Carrier) -> Bool {
+        guard let publishToken, let bearer = carrier.authorization.flatMap(Carrier.bearer) else { return false }
+        return Self.constantTimeEqual(bearer, publishToken)
     }
 
     /// Without keys: the static token, or a local client of a server on loopback only, so a
     /// front on this host does not open publishing to whoever it serves.
-    private func publishWithoutKeys(bearer: Substring?, client: String) throws(APIError) {
+    private func publishWithoutKeys(_ carrier: Carrier, client: String) throws(APIError) {
+        if isPublishToken(carrier) { return }
         guard publishToken != nil else {
             guard listensOnLoopbackOnly else {
                 throw APIError(.forbidden, "publishing_disabled", "Publishing needs --publish-token when the server listens beyond loopback.")
