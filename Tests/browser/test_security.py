@@ -2,7 +2,8 @@
 do to the server, in a real headless Chromium: no CSP violation while the page works; a
 cross-site fetch stores nothing; a rebound DNS name reaches nothing; a listed CORS origin
 works, and the element on such an origin sends the application's cookie with its requests
-and its stream; labels a client chose are drawn as text."""
+and its stream (as it does on the server's own origin, without CORS); labels a client chose
+are drawn as text."""
 
 import contextlib
 import http.server
@@ -374,6 +375,9 @@ def test_the_element_on_another_origin_sends_the_cookie_and_needs_credentials_al
             wait(driver, lambda d: dataset(d, "connection") == "lost")
             created = proxy.seen("POST", "/api/sessions")
             assert len(created) > sent and created[sent]["status"] == 201 and created[sent]["cookie"] == cookie, created
+            # The page that was left ended its session on the way out, with the cookie too.
+            wait(driver, lambda d: proxy.seen("DELETE", f"/api/sessions/{session}"))
+            assert [entry["cookie"] for entry in proxy.seen("DELETE", f"/api/sessions/{session}")] == [cookie]
             assert dataset(driver, "session") is None
             assert any("Access-Control-Allow-Credentials" in message for message in cors_errors(driver))
 
@@ -384,6 +388,29 @@ def test_the_element_on_another_origin_sends_the_cookie_and_needs_credentials_al
             session = dataset(driver, "session")
             wait(driver, lambda d: any(entry["status"] == 200 for entry in proxy.seen("GET", f"/api/sessions/{session}/events")))
             assert dataset(driver, "connection") == "lost"
+        finally:
+            driver.quit()
+            proxy.close()
+
+
+def test_the_page_on_the_servers_own_origin_sends_the_cookie_without_cors_origin():
+    with running_server() as base:
+        upstream = urllib.parse.urlsplit(base)
+        proxy = RecordingProxy((upstream.hostname, upstream.port))
+        origin = f"http://127.0.0.1:{proxy.port}"
+        driver = make_driver(390, 844)
+        try:
+            driver.execute_cdp_cmd("Network.enable", {})
+            driver.execute_cdp_cmd("Network.setCookie", {"name": "ptr_token", "value": TOKEN, "url": origin + "/",
+                                                         "httpOnly": True, "sameSite": "Lax"})
+            open_page(driver, origin)
+            wait(driver, lambda d: dataset(d, "connection") == "open")
+            session = dataset(driver, "session")
+            cookie = f"ptr_token={TOKEN}"
+            sent = proxy.seen("POST", "/api/sessions") + proxy.seen("GET", f"/api/sessions/{session}/events")
+            assert len(sent) >= 2 and all(entry["cookie"] == cookie for entry in sent), sent
+            assert proxy.seen("OPTIONS") == [], "a same-origin page needs no preflight"
+            assert_no_console_errors(driver)
         finally:
             driver.quit()
             proxy.close()
