@@ -114,6 +114,10 @@ let package = Package(
             swiftSettings: instrumented, linkerSettings: linked
         ),
         .executableTarget(
+            name: "fuzz-access", dependencies: ["FuzzDriver", "FuzzSupport", "RefreshFeed", "RefreshServer"],
+            swiftSettings: instrumented, linkerSettings: linked
+        ),
+        .executableTarget(
             name: "fuzz-connection",
             dependencies: [
                 "FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshFeed", "RefreshHTTP", "RefreshServer",

@@ -20,6 +20,18 @@ function isTransient(status) {
   return status === 408 || status === 429 || status >= 500;
 }
 
+/** Whether `api` is on another origin than the page. A cross-origin request carries the
+ *  page's cookies (the `ptr_token` the application sets) only when asked to, and the server
+ *  must then allow credentials for the page's origin (`--cors-origin`); on the page's own
+ *  origin the defaults send them already and ask nothing of the server. */
+function isCrossOrigin(api) {
+  try {
+    return new URL(api, location.href).origin !== location.origin;
+  } catch {
+    return false;
+  }
+}
+
 /** Milliseconds the server asked for in `Retry-After` (seconds or an HTTP date), if any. */
 function retryAfterMs(reply) {
   const value = reply?.headers.get("Retry-After")?.trim();
@@ -309,6 +321,8 @@ export class RefreshSession extends EventTarget {
   #opening = null;
   #replacing = null;
   #closed = false;
+  /** `api` is on another origin: requests and the stream are sent with credentials. */
+  #crossOrigin;
   /** Aborted by `close()`: ends every wait of a retry loop at once. */
   #stopping = new AbortController();
   /** The next session opened replaces one: it says so with `session` before its items. */
@@ -330,6 +344,7 @@ export class RefreshSession extends EventTarget {
   constructor({ api = "/api", feed, preset = "default", config, continues = null, replaces = false, maxInFlight } = {}) {
     super();
     this.api = api;
+    this.#crossOrigin = isCrossOrigin(api);
     this.feed = feed;
     this.preset = preset;
     this.overrides = config;
@@ -507,7 +522,7 @@ export class RefreshSession extends EventTarget {
 
   /** Ends the session `id` on the server; nobody waits for the answer. */
   #end(id) {
-    fetch(`${this.api}/sessions/${id}`, { method: "DELETE", keepalive: true }).catch(() => {});
+    fetch(`${this.api}/sessions/${id}`, { method: "DELETE", keepalive: true, credentials: this.#credentials }).catch(() => {});
   }
 
   #growSampleBackoff() {
@@ -516,9 +531,14 @@ export class RefreshSession extends EventTarget {
     return backoff;
   }
 
+  get #credentials() {
+    return this.#crossOrigin ? "include" : "same-origin";
+  }
+
   #request(method, path, body) {
     return fetch(this.api + path, {
       method,
+      credentials: this.#credentials,
       headers: body ? { "Content-Type": "application/json" } : {},
       body: body ? JSON.stringify(body) : undefined,
     });
@@ -535,7 +555,7 @@ export class RefreshSession extends EventTarget {
     this.#source?.close();
     clearTimeout(this.#confirmTimer);
     const query = this.#lastEventId != null ? `?lastEventId=${this.#lastEventId}` : "";
-    const source = new EventSource(`${this.api}/sessions/${this.id}/events${query}`);
+    const source = new EventSource(`${this.api}/sessions/${this.id}/events${query}`, { withCredentials: this.#crossOrigin });
     this.#source = source;
     const confirm = () => {
       clearTimeout(this.#confirmTimer);

@@ -84,12 +84,17 @@ package enum ResponseHead {
     }
 
     /// `Access-Control-Allow-Origin` for a `--cors-origin`, and `Vary: Origin`: the answer
-    /// differs by the asking page.
+    /// differs by the asking page. `Access-Control-Allow-Credentials` lets that page send the
+    /// `ptr_token` cookie, which an `EventSource` on another origin can carry in no other way;
+    /// a browser drops a credentialed answer without it. `origin` is always one listed
+    /// origin, never `*` (the setting refuses it), which browsers would not take with
+    /// credentials anyway.
     package static func writeCORS(_ origin: String?, into buffer: inout ByteBuffer) {
         guard let origin else { return }
         buffer.writeStaticString("Access-Control-Allow-Origin: ")
         buffer.writeString(origin)
-        buffer.writeStaticString("\r\nAccess-Control-Expose-Headers: Retry-After\r\nVary: Origin\r\n")
+        buffer.writeStaticString(
+            "\r\nAccess-Control-Allow-Credentials: true\r\nAccess-Control-Expose-Headers: Retry-After\r\nVary: Origin\r\n")
     }
 
     private static let contentTypeOptions = HTTPField.Name("X-Content-Type-Options")!

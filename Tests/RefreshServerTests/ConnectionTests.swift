@@ -458,6 +458,39 @@ import Testing
         #expect(try await connection.answers(1).hasSuffix("/after"))
     }
 
+    /// Every kind of answer the connection writes carries the listed origin with credentials
+    /// allowed (a page sends its cookie and may read the answer), and nothing for another
+    /// origin: the preflight, a sample's state, a routed answer, a refusal, a stream's head.
+    @Test func everyAnswerToAListedOriginAllowsCredentialsAndNoOtherDoes() async throws {
+        let connection = try await Connection { $0.corsOrigins = ["https://app.example"] }
+        let session = try connection.session()
+        let listed = "Origin: https://app.example\r\n"
+        let stranger = "Origin: https://evil.example\r\n"
+        try await connection.send(
+            "OPTIONS /api/sessions HTTP/1.1\r\nHost: localhost\r\n\(listed)Access-Control-Request-Method: POST\r\n\r\n"
+                + Self.post("/api/sessions/\(session.id)/samples", #"{"seq":1,"y":-30}"#, listed) + Self.get("/healthz", listed)
+                + "DELETE /api/items HTTP/1.1\r\nHost: localhost\r\n\(listed)\r\n"
+                + "OPTIONS /api/sessions HTTP/1.1\r\nHost: localhost\r\n\(stranger)Access-Control-Request-Method: POST\r\n\r\n"
+                + Self.get("/healthz", stranger) + Self.post("/api/sessions/\(session.id)/samples", #"{"seq":2,"y":-30}"#, stranger))
+        let replies = try await connection.answers(7)
+        #expect(Self.statuses(replies) == [204, 200, 200, 405, 405, 200, 403])
+        let heads = replies.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.components(separatedBy: "\r\n\r\n")[0] }
+        for head in heads.prefix(4) {
+            #expect(head.contains("\r\nAccess-Control-Allow-Origin: https://app.example\r\n"), "\(head)")
+            #expect(head.contains("\r\nAccess-Control-Allow-Credentials: true\r\n"), "\(head)")
+            #expect(head.contains("\r\nVary: Origin\r\n"), "\(head)")
+        }
+        for head in heads.dropFirst(4) {
+            #expect(!head.contains("Access-Control-"), "\(head)")
+        }
+
+        try await connection.send(Self.get("/api/sessions/\(session.id)/events", listed))
+        let stream = try await connection.written()
+        #expect(stream.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(stream.contains("\r\nAccess-Control-Allow-Origin: https://app.example\r\nAccess-Control-Allow-Credentials: true\r\n"))
+        #expect(connection.routes.sessions.end(session.id))
+    }
+
     @Test func anAbsoluteFormTargetIsRoutedByItsPathAndCheckedByItsAuthority() async throws {
         let connection = try await Connection()
         let session = try connection.session()

@@ -251,6 +251,7 @@ import Testing
                     ])
                 #expect(preflight.status == 204, "\(path): \(preflight.text)")
                 #expect(preflight.headers["Access-Control-Allow-Origin"] == ["https://app.example"], "\(path)")
+                #expect(preflight.headers["Access-Control-Allow-Credentials"] == ["true"], "\(path)")
                 #expect(preflight.headers["Access-Control-Allow-Methods"] == [methods], "\(path)")
                 #expect(preflight.headers["Access-Control-Allow-Headers"].first?.contains("Content-Type") == true, "\(path)")
                 #expect(preflight.headers["Vary"].contains("Origin"), "\(path)")
@@ -258,33 +259,41 @@ import Testing
                     .OPTIONS, path, headers: [("Origin", "https://attacker.example"), ("Access-Control-Request-Method", "POST")])
                 #expect(stranger.status == 405, "\(path)")
                 #expect(stranger.headers["Access-Control-Allow-Origin"].isEmpty, "\(path)")
+                #expect(stranger.headers["Access-Control-Allow-Credentials"].isEmpty, "\(path)")
             }
             // Actual answers: the samples route, a routed one, a refusal, the event stream.
             let listed = [("Origin", "http://localhost:3000")]
             let sample = try await server.post("/api/sessions/\(session)/samples", #"{"seq":1,"y":-10,"phase":"drag"}"#, headers: listed)
             #expect(sample.status == 200)
             #expect(sample.headers["Access-Control-Allow-Origin"] == ["http://localhost:3000"])
+            #expect(sample.headers["Access-Control-Allow-Credentials"] == ["true"])
             #expect(sample.headers["Vary"].contains("Origin"))
             let items = try await server.get("/api/items", headers: listed)
             #expect(items.headers["Access-Control-Allow-Origin"] == ["http://localhost:3000"])
+            #expect(items.headers["Access-Control-Allow-Credentials"] == ["true"])
             let published = try await server.post("/api/items", #"{"title":"from the app"}"#, headers: listed)
             #expect(published.status == 201)
             let missing = try await server.get("/api/sessions/nobody", headers: listed)
             #expect(missing.status == 404)
             #expect(missing.headers["Access-Control-Allow-Origin"] == ["http://localhost:3000"])
+            #expect(missing.headers["Access-Control-Allow-Credentials"] == ["true"])
             let stream = try await server.events(session, headers: listed)
             #expect(stream.status == 200)
             #expect(stream.header("Access-Control-Allow-Origin") == "http://localhost:3000")
+            #expect(stream.header("Access-Control-Allow-Credentials") == "true")
             #expect(stream.headers.contains { $0.0.lowercased() == "vary" && $0.1.contains("Origin") })
 
             let unlisted = [("Origin", "https://attacker.example")]
             let refused = try await server.post("/api/sessions/\(session)/samples", #"{"seq":2,"y":-10,"phase":"drag"}"#, headers: unlisted)
             #expect(refused.status == 403)
             #expect(refused.headers["Access-Control-Allow-Origin"].isEmpty)
+            #expect(refused.headers["Access-Control-Allow-Credentials"].isEmpty)
             let read = try await server.get("/api/items", headers: unlisted)
             #expect(read.headers["Access-Control-Allow-Origin"].isEmpty)
+            #expect(read.headers["Access-Control-Allow-Credentials"].isEmpty)
             let otherStream = try await server.events(session, headers: unlisted)
             #expect(otherStream.header("Access-Control-Allow-Origin") == nil)
+            #expect(otherStream.header("Access-Control-Allow-Credentials") == nil)
         }
     }
 
@@ -294,6 +303,7 @@ import Testing
                 .OPTIONS, "/api/items", headers: [("Origin", "https://app.example"), ("Access-Control-Request-Method", "POST")])
             #expect(preflight.status == 405)
             #expect(preflight.headers["Access-Control-Allow-Origin"].isEmpty)
+            #expect(preflight.headers["Access-Control-Allow-Credentials"].isEmpty)
         }
     }
 

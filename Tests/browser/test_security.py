@@ -1,14 +1,19 @@
 """The page under its Content-Security-Policy, and what a page of another site can and cannot
 do to the server, in a real headless Chromium: no CSP violation while the page works; a
 cross-site fetch stores nothing; a rebound DNS name reaches nothing; a listed CORS origin
-works; labels a client chose are drawn as text."""
+works, and the element on such an origin sends the application's cookie with its requests
+and its stream (as it does on the server's own origin, without CORS); labels a client chose
+are drawn as text."""
 
 import contextlib
 import http.server
+import mimetypes
+import socket
 import threading
+import urllib.parse
 
-from harness import (assert_no_console_errors, request, request_json, first_titles, free_port, make_driver, open_page, publish,
-                     refreshes, running_server, screenshot, wait)
+from harness import (ROOT, assert_no_console_errors, dataset, request, request_json, first_titles, free_port, make_driver,
+                     open_page, publish, refreshes, running_server, screenshot, wait)
 from test_page import label, touch, touch_drag
 
 # Registered before any script of the page runs: every CSP violation the page causes.
@@ -179,6 +184,236 @@ def test_a_listed_origin_uses_the_api_from_its_page():
             assert "From a listed origin" in titles(base)
         finally:
             driver.quit()
+
+
+class RecordingProxy:
+    """A proxy in front of the server that notes, for every request, its method, path,
+    `Cookie` field and the status the server answered; while `strip_credentials` says so
+    for a request, it takes `Access-Control-Allow-Credentials` out of the answer, as a server
+    that does not allow credentials would send it. Each connection carries one request (the
+    proxy asks the server to close after it), so every head is at a connection's start."""
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+        self.requests = []
+        self.strip_credentials = lambda method, path: False
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def seen(self, method, path=None):
+        """The requests noted with `method` and, if given, `path` (its query aside)."""
+        return [entry for entry in list(self.requests)
+                if entry["method"] == method and path in (None, entry["path"].split("?")[0])]
+
+    def close(self):
+        self.listener.close()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    @staticmethod
+    def _head(connection):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = connection.recv(65536)
+            if not chunk:
+                return None, data
+            data += chunk
+        head, rest = data.split(b"\r\n\r\n", 1)
+        return head.decode("latin-1").split("\r\n"), rest
+
+    @staticmethod
+    def _carry(source, target):
+        try:
+            while chunk := source.recv(65536):
+                target.sendall(chunk)
+        except OSError:
+            pass
+        with contextlib.suppress(OSError):
+            target.shutdown(socket.SHUT_WR)
+
+    def _serve(self, client):
+        upstream = None
+        try:
+            lines, rest = self._head(client)
+            if not lines:
+                return
+            method, path, _ = lines[0].split(" ", 2)
+            fields = [line for line in lines[1:] if line.split(":", 1)[0].strip().lower() != "connection"]
+            cookie = next((line.split(":", 1)[1].strip() for line in fields if line.lower().startswith("cookie:")), None)
+            entry = {"method": method, "path": path, "cookie": cookie, "status": None}
+            self.requests.append(entry)
+            upstream = socket.create_connection(self.upstream)
+            upstream.sendall("\r\n".join([lines[0], *fields, "Connection: close", "", ""]).encode("latin-1") + rest)
+            threading.Thread(target=self._carry, args=(client, upstream), daemon=True).start()
+            answer, body = self._head(upstream)
+            if not answer:
+                return
+            entry["status"] = int(answer[0].split(" ")[1])
+            if self.strip_credentials(method, path):
+                answer = [line for line in answer if not line.lower().startswith("access-control-allow-credentials:")]
+            client.sendall("\r\n".join([*answer, "", ""]).encode("latin-1") + body)
+            self._carry(upstream, client)
+        except OSError:
+            pass
+        finally:
+            for connection in (client, upstream):
+                if connection:
+                    connection.close()
+
+
+APPLICATION_PAGE = b"""<!doctype html><title>The application</title>
+<link rel="stylesheet" href="/pull-to-refresh/pull-to-refresh.css">
+<pull-to-refresh id="list" style="height: 100vh"><ol class="feed"></ol></pull-to-refresh>
+<script type="module">
+  const list = document.getElementById("list");
+  list.setAttribute("api", new URLSearchParams(location.search).get("api"));
+  window.titles = [];
+  window.done = [];
+  list.addEventListener("ptr-items", (e) => window.titles.push(...e.detail.items.map((item) => item.title)));
+  list.addEventListener("ptr-done", (e) => window.done.push(e.detail));
+  await import("/pull-to-refresh/element.js");
+</script>"""
+
+TOKEN = "token-the-login-issued"
+
+
+@contextlib.contextmanager
+def application_site():
+    """The application's own site, on another origin than the server's but the same site
+    (both on 127.0.0.1, ports apart), as `app.example` and `ptr.example` would be: it serves
+    the element's files and a page whose list reads the API named by `?api=`, and `/login`
+    sets the `ptr_token` cookie the application's login would. A cookie is not bound to a
+    port, so it is the server's host's too, and `SameSite=Lax` lets a same-site request carry
+    it (not `Secure`: the test speaks plain HTTP). Yields the site's origin."""
+    files = (ROOT / "Public" / "pull-to-refresh").resolve()
+
+    class Site(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            path = urllib.parse.urlsplit(self.path).path
+            cookie = None
+            if path == "/login":
+                body, kind = b"<!doctype html><title>Signed in</title>", "text/html"
+                cookie = f"ptr_token={TOKEN}; Path=/; HttpOnly; SameSite=Lax"
+            elif path == "/":
+                body, kind = APPLICATION_PAGE, "text/html"
+            elif path.startswith("/pull-to-refresh/") and (files / path.rsplit("/", 1)[1]).is_file():
+                file = files / path.rsplit("/", 1)[1]
+                body = file.read_bytes()
+                kind = "text/javascript" if file.suffix == ".js" else mimetypes.guess_type(file.name)[0] or "text/plain"
+            else:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            if cookie:
+                self.send_header("Set-Cookie", cookie)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Site)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{site.server_address[1]}"
+    finally:
+        site.shutdown()
+        site.server_close()
+
+
+def cors_errors(driver):
+    return [entry["message"] for entry in driver.get_log("browser") if "CORS" in entry["message"]]
+
+
+def test_the_element_on_another_origin_sends_the_cookie_and_needs_credentials_allowed():
+    with application_site() as site, running_server("--cors-origin", site) as base:
+        upstream = urllib.parse.urlsplit(base)
+        proxy = RecordingProxy((upstream.hostname, upstream.port))
+        page = f"{site}/?api=" + urllib.parse.quote(f"http://127.0.0.1:{proxy.port}/api", safe="")
+        driver = make_driver(390, 844)
+        try:
+            driver.get(site + "/login")
+            driver.get(page)
+            # The element works from there: its session and first page, its stream (news
+            # comes on it), a refresh.
+            wait(driver, lambda d: dataset(d, "connection") == "open")
+            assert len(driver.execute_script("return window.titles")) >= 10
+            publish(base, "News for another origin")
+            wait(driver, lambda d: dataset(d, "newsCount") == "1")
+            driver.execute_script("document.getElementById('list').refresh()")
+            wait(driver, lambda d: any(done["kind"] == "refresh" and done["outcome"] == "completed"
+                                       for done in d.execute_script("return window.done")))
+            session = dataset(driver, "session")
+            # And every request of it carried the application's cookie.
+            cookie = f"ptr_token={TOKEN}"
+            created = proxy.seen("POST", "/api/sessions")
+            streams = proxy.seen("GET", f"/api/sessions/{session}/events")
+            refreshed = proxy.seen("POST", f"/api/sessions/{session}/refresh")
+            assert [entry["status"] for entry in created[:1]] == [201], created
+            assert streams and refreshed, proxy.requests
+            for entry in created[:1] + streams + refreshed:
+                assert entry["cookie"] == cookie, entry
+            # A preflight never carries credentials; it was answered to allow them.
+            assert all(entry["cookie"] is None for entry in proxy.seen("OPTIONS"))
+            assert cors_errors(driver) == []
+
+            # Without `Access-Control-Allow-Credentials` on the answer, the browser keeps a
+            # credentialed answer from the page although the server gave it: no session.
+            proxy.strip_credentials = lambda method, path: method != "OPTIONS"
+            sent = len(created)
+            driver.get(page)
+            wait(driver, lambda d: dataset(d, "connection") == "lost")
+            created = proxy.seen("POST", "/api/sessions")
+            assert len(created) > sent and created[sent]["status"] == 201 and created[sent]["cookie"] == cookie, created
+            # The page that was left ended its session on the way out, with the cookie too.
+            wait(driver, lambda d: proxy.seen("DELETE", f"/api/sessions/{session}"))
+            assert [entry["cookie"] for entry in proxy.seen("DELETE", f"/api/sessions/{session}")] == [cookie]
+            assert dataset(driver, "session") is None
+            assert any("Access-Control-Allow-Credentials" in message for message in cors_errors(driver))
+
+            # Nor does a stream open whose answer lacks it, while the session's requests work.
+            proxy.strip_credentials = lambda method, path: method == "GET" and path.split("?")[0].endswith("/events")
+            driver.get(page)
+            wait(driver, lambda d: dataset(d, "session") is not None and dataset(d, "connection") == "lost")
+            session = dataset(driver, "session")
+            wait(driver, lambda d: any(entry["status"] == 200 for entry in proxy.seen("GET", f"/api/sessions/{session}/events")))
+            assert dataset(driver, "connection") == "lost"
+        finally:
+            driver.quit()
+            proxy.close()
+
+
+def test_the_page_on_the_servers_own_origin_sends_the_cookie_without_cors_origin():
+    with running_server() as base:
+        upstream = urllib.parse.urlsplit(base)
+        proxy = RecordingProxy((upstream.hostname, upstream.port))
+        origin = f"http://127.0.0.1:{proxy.port}"
+        driver = make_driver(390, 844)
+        try:
+            driver.execute_cdp_cmd("Network.enable", {})
+            driver.execute_cdp_cmd("Network.setCookie", {"name": "ptr_token", "value": TOKEN, "url": origin + "/",
+                                                         "httpOnly": True, "sameSite": "Lax"})
+            open_page(driver, origin)
+            wait(driver, lambda d: dataset(d, "connection") == "open")
+            session = dataset(driver, "session")
+            cookie = f"ptr_token={TOKEN}"
+            sent = proxy.seen("POST", "/api/sessions") + proxy.seen("GET", f"/api/sessions/{session}/events")
+            assert len(sent) >= 2 and all(entry["cookie"] == cookie for entry in sent), sent
+            assert proxy.seen("OPTIONS") == [], "a same-origin page needs no preflight"
+            assert_no_console_errors(driver)
+        finally:
+            driver.quit()
+            proxy.close()
 
 
 HOSTILE = 'Pull\n</script><img src=x onerror="window.pwned=1"><b>bold</b>\u2028\u2029end'

@@ -67,15 +67,18 @@ curl -s -D "$WORK/preflight.headers" -o /dev/null -X OPTIONS "$BASE/api/sessions
 expect "a listed origin's preflight is answered" "$(head -n1 "$WORK/preflight.headers" | tr -d '\r')" "HTTP/1.1 204 No Content"
 expect "with its origin" "$(header Access-Control-Allow-Origin "$WORK/preflight.headers")" "http://app.example:3000"
 expect "and the path's methods" "$(header Access-Control-Allow-Methods "$WORK/preflight.headers")" POST
+expect "and credentials allowed (the page's cookie)" "$(header Access-Control-Allow-Credentials "$WORK/preflight.headers")" true
 # The stream's head, read until its blank line; the stream itself is then let go.
 curl -s -N -D "$WORK/stream.headers" -o /dev/null --max-time 5 -H 'Origin: http://app.example:3000' "$BASE/api/sessions/$session/events" &
 wait_for "$WORK/stream.headers" $'^\r$' 5 || true
 kill $! 2>/dev/null || true
 expect "its event stream carries the header" "$(header Access-Control-Allow-Origin "$WORK/stream.headers")" "http://app.example:3000"
+expect "and allows credentials" "$(header Access-Control-Allow-Credentials "$WORK/stream.headers")" true
 expect "another origin's preflight is not" "$(curl -s -o /dev/null -w '%{http_code}' -X OPTIONS "${EVIL[@]}" \
     -H 'Access-Control-Request-Method: POST' "$BASE/api/items")" 405
 curl -s -D "$WORK/evil.headers" -o /dev/null "${EVIL[@]}" "$BASE/api/items"
 expect "another origin's read gets no CORS header" "$(header Access-Control-Allow-Origin "$WORK/evil.headers")" ""
+expect "nor credentials" "$(header Access-Control-Allow-Credentials "$WORK/evil.headers")" ""
 # Two Origin fields, another origin's first: refused at once, not left unanswered.
 # (It asks to close, so the answer ends the exchange rather than 3 s of silence.)
 twice=$(exchange 3 "OPTIONS /api/sessions HTTP/1.1\r\nHost: localhost\r\nOrigin: https://attacker.example\r\nOrigin: http://app.example:3000\r\nAccess-Control-Request-Method: POST\r\nConnection: close\r\n\r\n")
