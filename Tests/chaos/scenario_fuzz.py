@@ -1,5 +1,5 @@
-"""libFuzzer on the server's parsers, its connection layer and the feed patterns of access
-rights (Fuzz/run.sh): every target runs for a bounded time from the seed corpus and must find
+"""libFuzzer on the server's parsers, its connection layer, the tokens it verifies and the feed
+patterns of access rights (Fuzz/run.sh): every target runs for a bounded time from the seed corpus and must find
 no crash. A crash is any broken invariant of the target (a trap, a decoded value out of
 range, a 5xx or a malformed response head, a connection that never ends, a feed pattern the
 parser judges otherwise than the grammar); its input is kept in artifacts/fuzz/.
@@ -8,7 +8,7 @@ Figures: per target, the inputs executed and the coverage reached (libFuzzer's c
 ft:). FUZZ_BUILD_DIR and FUZZ_SANITIZERS pass through to run.sh.
 
 The short profile runs the targets side by side (FUZZ_PARALLEL=1): CI waits for one target's
-time instead of four, at the cost of sharing the cores among them; the full profile gives
+time instead of five, at the cost of sharing the cores among them; the full profile gives
 each target the machine to itself, one after another. When run.sh built the targets while
 the other scenarios ran, it says so in FUZZ_PREBUILT, and that build's time is a figure too."""
 import os
@@ -18,7 +18,7 @@ import subprocess
 from lib import ROOT, check, figure, finish, pick
 
 SECONDS = pick(30, 600)
-TARGETS = ("samples", "bodies", "connection", "access")
+TARGETS = ("samples", "bodies", "connection", "tokens", "access")
 
 PARALLEL = pick("1", "0")
 
