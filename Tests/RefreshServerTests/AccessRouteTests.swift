@@ -125,6 +125,39 @@ import Testing
         }
     }
 
+    @Test func aTokenOfAFarFutureOpensAStreamAndTheServerLivesOn() async throws {
+        try await run { server, keys in
+            let token = try await keys.token("hs", expires: Date(timeIntervalSince1970: 1e12))
+            let created = try await server.post("/api/sessions", "{}", headers: bearer(token))
+            let id = try #require(created.json["id"] as? String)
+            let stream = try await server.events(id, headers: bearer(token))
+            #expect(stream.status == 200)
+            #expect(try await stream.nextEvent().event == "state")
+            #expect(try await server.get("/healthz").status == 200)
+        }
+    }
+
+    @Test func severalCarriersAreReadTheSameOnEveryRoute() async throws {
+        try await run { server, keys in
+            let alice = try await keys.token("hs", sub: "alice", read: ["user:1"])
+            let bob = try await keys.token("hs", sub: "bob", read: ["user:1"])
+            let created = try await server.post("/api/sessions", #"{"feed":"user:1"}"#, headers: bearer(alice))
+            let id = try #require(created.json["id"] as? String)
+            // Two Authorization fields are no token, on the stream as on a routed request.
+            let twice = [("Authorization", "Bearer \(alice)"), ("Authorization", "Bearer \(bob)")]
+            #expect(try await server.get("/api/feeds/user:1/items", headers: twice).status == 401)
+            #expect(try await server.events(id, headers: twice).status == 401)
+            #expect(try await server.events(id, headers: twice.reversed()).status == 401)
+            // A stale or planted ptr_token sent first does not hide the application's own.
+            let cookies = [("Cookie", "ptr_token=not.a.token; ptr_token=\(alice)")]
+            #expect(try await server.get("/api/feeds/user:1/items", headers: cookies).status == 200)
+            #expect(try await server.events(id, headers: cookies).status == 200)
+            expectRefused(
+                try await server.get("/api/feeds/user:1/items", headers: [("Cookie", "ptr_token=not.a.token; ptr_token=x.y.z")]), 401, "invalid_token"
+            )
+        }
+    }
+
     @Test func aStreamEndsCleanlyBeforeItsTokenExpires() async throws {
         try await run { server, keys in
             let token = try await keys.token("hs", read: ["user:1"], expires: Date().addingTimeInterval(2))

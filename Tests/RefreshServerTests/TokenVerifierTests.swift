@@ -69,6 +69,18 @@ import Testing
                     header: #"{"alg":"HS256","kid":"nobody"}"#, claims: claims, secret: "a-secret-of-at-least-thirty-two-bytes-for-hs256"),
                 .unknownKey
             ),
+            // A member named twice: parsers disagree on which wins, so neither does.
+            (
+                try await TestKeys.hmacToken(
+                    header: #"{"alg":"HS256","alg":"none","kid":"hs"}"#, claims: claims, secret: "a-secret-of-at-least-thirty-two-bytes-for-hs256"),
+                .malformed
+            ),
+            (
+                try await TestKeys.hmacToken(
+                    header: #"{"alg":"HS256","kid":"hs"}"#, claims: #"{"exp":1,"exp":\#(Int(later)),"iss":"https://login.example","aud":"feeds"}"#,
+                    secret: "a-secret-of-at-least-thirty-two-bytes-for-hs256"),
+                .malformed
+            ),
             (TestKeys.composed(header: #"{"alg":"none","kid":"hs"}"#, claims: claims), .algorithm),
             (TestKeys.composed(header: #"{"alg":"none"}"#, claims: claims), .algorithm),
             (TestKeys.composed(header: #"{"kid":"hs"}"#, claims: claims), .algorithm),
@@ -122,6 +134,11 @@ import Testing
         #expect(AccessToken.streamLife(until: now.addingTimeInterval(20), now: now, draw: { $0.upperBound }) == .zero)
         #expect(AccessToken.streamLife(until: now.addingTimeInterval(20), now: now, draw: { $0.lowerBound }) == .seconds(20))
         #expect(AccessToken.streamLife(until: now.addingTimeInterval(-5), now: now) == .zero)
+        // A token that says it expires in ten thousand years (or in 1e300 s) is a stream of a year.
+        for far in [Date(timeIntervalSince1970: 253_402_300_799), Date(timeIntervalSince1970: 1e300), Date.distantFuture] {
+            let life = AccessToken.streamLife(until: far, now: now, draw: { $0.lowerBound })
+            #expect(life == .seconds(Int64(AccessToken.longestLife)))
+        }
         for _ in 0..<100 {
             let life = AccessToken.streamLife(until: hour, now: now)
             #expect(life >= .seconds(3540) && life <= .seconds(3600))

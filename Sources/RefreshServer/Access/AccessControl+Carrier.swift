@@ -7,8 +7,11 @@ extension AccessControl.Carrier {
         self.init(authorization: fields[.authorization], cookies: fields[values: .cookie])
     }
 
-    /// A request head the connection answers itself (the event stream).
+    /// A request head the connection answers itself (the event stream). Several
+    /// `Authorization` fields are read as one, joined as a router joins them (and so as no
+    /// token), not by the first.
     init(_ headers: HTTPHeaders) {
-        self.init(authorization: headers.first(name: "authorization"), cookies: headers["cookie"])
+        let authorization = headers["authorization"]
+        self.init(authorization: authorization.isEmpty ? nil : authorization.joined(separator: ", "), cookies: headers["cookie"])
     }
 }

@@ -34,20 +34,27 @@ struct AccessControl: Sendable {
         var authorization: String?
         var cookies: [String]
 
-        /// A bearer token from `Authorization`, else the `ptr_token` cookie; never the URL.
-        var token: Substring? {
-            if let authorization, let token = Self.bearer(authorization) { return token }
+        /// The most `ptr_token` cookies tried.
+        static let maximumCookies = 4
+
+        /// The tokens the request carries, in the order they are tried; never one from the URL.
+        /// The bearer token of `Authorization` alone, when there is one; else each `ptr_token`
+        /// cookie, since a browser sends a cookie of a longer path first, and one planted
+        /// beside the application's (from a sibling subdomain, say) must not lock its user out.
+        var tokens: [Substring] {
+            if let authorization, let token = Self.bearer(authorization) { return [token] }
+            var tokens: [Substring] = []
             for field in cookies {
-                for pair in field.split(separator: ";") {
+                for pair in field.split(separator: ";") where tokens.count < Self.maximumCookies {
                     let pair = pair.drop { $0 == " " }
                     guard pair.hasPrefix(AccessControl.cookieName + "=") else { continue }
                     var value = pair.dropFirst(AccessControl.cookieName.count + 1)
                     // RFC 6265 lets a cookie's value be quoted.
                     if value.count >= 2, value.first == "\"", value.last == "\"" { value = value.dropFirst().dropLast() }
-                    return value.isEmpty ? nil : value
+                    if !value.isEmpty { tokens.append(value) }
                 }
             }
-            return nil
+            return tokens
         }
 
         /// The token of `Bearer TOKEN` (the scheme's case does not matter, RFC 9110 §11.1).
@@ -81,8 +88,7 @@ struct AccessControl: Sendable {
     /// token expires, when it was opened with one, by which the stream must have closed.
     func stream(of owner: SessionOwner?, on feed: FeedName, _ carrier: Carrier) throws(APIError) -> Date? {
         guard let verifier, let owner else { return nil }
-        guard let text = carrier.token else { throw refused(.missing) }
-        let token = try verified(text, by: verifier)
+        guard case .token(let token) = try credentials(carrier, verifier: verifier) else { throw refused(.missing) }
         guard token.subject == owner.subject else { throw refused(.insufficientScope) }
         try decide(.read, on: feed, with: .token(token.rights))
         return token.expires
@@ -110,12 +116,21 @@ struct AccessControl: Sendable {
         case token(AccessToken)
     }
 
-    /// The static publish token if that is the bearer token, else the token the request
-    /// carries, verified (a token given must be valid).
+    /// The static publish token if that is the bearer token, else the first token the
+    /// request carries that verifies; one given must be valid, so with none valid the request
+    /// is refused for the first one's fault.
     private func credentials(_ carrier: Carrier, verifier: TokenVerifier) throws(APIError) -> Proof {
         if isPublishToken(carrier) { return .publishToken }
-        guard let text = carrier.token else { return .none }
-        return .token(try verified(text, by: verifier))
+        var refusal: AccessRefusal?
+        for text in carrier.tokens {
+            do {
+                return .token(try verifier.verify(text))
+            } catch {
+                refusal = refusal ?? error
+            }
+        }
+        guard let refusal else { return .none }
+        throw refused(refusal)
     }
 
     private func isPublishToken(_ carrier: Carrier) -> Bool {
@@ -137,14 +152,6 @@ struct AccessControl: Sendable {
             return
         }
         throw APIError(.unauthorized, "unauthorized", "Publishing needs the header Authorization: Bearer <publish token>.")
-    }
-
-    private func verified(_ text: Substring, by verifier: TokenVerifier) throws(APIError) -> AccessToken {
-        do {
-            return try verifier.verify(text)
-        } catch {
-            throw refused(error)
-        }
     }
 
     private func decide(_ action: FeedAccess.Action, on feed: FeedName, with credentials: FeedAccess.Credentials) throws(APIError) {

@@ -19,11 +19,14 @@ extension AccessToken {
     )
         -> TimeAmount
     {
-        let left = max(expires.timeIntervalSince(now), 0)
+        // A token may say it expires in ten thousand years; no stream needs to know beyond one.
+        let left = min(max(expires.timeIntervalSince(now), 0), longestLife)
         let closes = left - draw(0...min(left, closingWindow))
         return .nanoseconds(Int64(max(closes, 0) * 1e9))
     }
 
     /// The window before `exp` in which a stream closes.
     static let closingWindow: TimeInterval = 60
+    /// The longest a stream stays open on one token, whatever its `exp`.
+    static let longestLife: TimeInterval = 366 * 24 * 3600
 }

@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import RefreshJSON
 
 /// Verifies a token against the server's keys, synchronously, so that opening a stream on
 /// its event loop can ask it without a task. jwt-kit reads the token and checks its
@@ -70,11 +71,18 @@ struct TokenVerifier: Sendable {
     func verify(_ token: some StringProtocol, now: Date = Date()) throws(AccessRefusal) -> AccessToken {
         guard token.utf8.count <= Self.maximumTokenBytes else { throw .tooLarge }
         let bytes = Array(token.utf8)
-        guard let signingEnd = bytes.lastIndex(of: UInt8(ascii: ".")) else { throw .malformed }
+        guard let headerEnd = bytes.firstIndex(of: UInt8(ascii: ".")), let signingEnd = bytes.lastIndex(of: UInt8(ascii: ".")),
+            headerEnd < signingEnd
+        else { throw .malformed }
         let parsed: (header: JWTHeader, payload: TokenClaims, signature: Data)
         do {
             parsed = try DefaultJWTParser().parse(bytes, as: TokenClaims.self)
         } catch {
+            throw .malformed
+        }
+        // Foundation's decoder takes the first of two members of the same name, where RFC 7515
+        // §4 asks for the last or a refusal: a token with one is refused, as a body with one is.
+        guard Self.hasUniqueMembers(bytes[..<headerEnd]), Self.hasUniqueMembers(bytes[(headerEnd + 1)..<signingEnd]) else {
             throw .malformed
         }
         let header = parsed.header
@@ -94,6 +102,15 @@ struct TokenVerifier: Sendable {
             throw .signature
         }
         return try claims(parsed.payload, now: now)
+    }
+
+    /// Whether the base64url part holds JSON with no object that names a member twice, as the
+    /// server's own JSON reader judges it.
+    private static func hasUniqueMembers(_ part: ArraySlice<UInt8>) -> Bool {
+        var text = String(decoding: part, as: UTF8.self).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while text.utf8.count % 4 != 0 { text += "=" }
+        guard let json = Data(base64Encoded: text) else { return false }
+        return (try? JSONParser.parse(Array(json))) != nil
     }
 
     private func claims(_ claims: TokenClaims, now: Date) throws(AccessRefusal) -> AccessToken {
