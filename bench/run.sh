@@ -76,6 +76,7 @@ else
 fi
 cluster_counts=${CLUSTER_COUNTS:-$cluster_counts}; cluster_rounds=${CLUSTER_ROUNDS:-$cluster_rounds}
 rate_counts=${RATE_COUNTS:-$rate_counts}; rate_publishers=${RATE_PUBLISHERS:-$rate_publishers}; rate_seconds=${RATE_SECONDS:-$rate_seconds}
+auth_rounds=${AUTH_ROUNDS:-$auth_rounds}
 work=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
 lines="$work/lines.jsonl"
@@ -266,11 +267,16 @@ signing = part({"alg": "HS256", "typ": "JWT"}) + "." + part({"exp": int(time.tim
 print(signing + "." + base64.urlsafe_b64encode(hmac.new(secret, signing.encode(), hashlib.sha256).digest()).rstrip(b"=").decode())
 PY
 )
-    for _ in $(seq "$auth_rounds"); do
-        start ours; KIND=auth-off measure ours l1 --samples "$l1_samples"; stop
+    without() { start ours; KIND=auth-off measure ours l1 --samples "$l1_samples"; stop; }
+    with_key() {
         start ours --auth-key "$work/auth.key"
         KIND=auth-on measure ours l1 --samples "$l1_samples" --token "$token" --session-feed bench:l1
         stop
+    }
+    # Each round in the other order than the last, so neither always runs on a machine the
+    # other has just warmed (or heated).
+    for round in $(seq "$auth_rounds"); do
+        if ((round % 2)); then without; with_key; else with_key; without; fi
     done
 fi
 
