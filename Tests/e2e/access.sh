@@ -64,6 +64,8 @@ expect "a publish with a read right only is 403" \
 expect "  insufficient_scope" "$(error_code)" insufficient_scope
 expect "a publish with a publish right is 201" \
     "$(call POST /api/feeds/user:42/items "${JSON_TYPE[@]}" -d '{"id":"o1","title":"Order shipped"}' -H "Authorization: Bearer $alice")" 201
+expect "a publish with the right in the ptr_token cookie is 201" \
+    "$(call POST /api/feeds/user:42/items "${JSON_TYPE[@]}" -d '{"id":"o0","title":"Order placed"}' --cookie "ptr_token=$alice")" 201
 expect "a publish with the static token is 201" \
     "$(call POST /api/feeds/user:42/items "${JSON_TYPE[@]}" -d '{"id":"o2","title":"Order delivered"}' -H "Authorization: Bearer $PUBLISH_TOKEN")" 201
 expect "an EdDSA token with a prefix right publishes to team.eng" \
@@ -82,9 +84,9 @@ expect "with another feed's token it is 403" "$(call GET /api/feeds/user:42/item
 expect "  insufficient_scope" "$(error_code)" insufficient_scope
 expect "  with its challenge" "$(challenge)" 'Bearer error="insufficient_scope"'
 expect "with its reader's token, by header, it is 200" "$(call GET /api/feeds/user:42/items -H "Authorization: Bearer $bob")" 200
-expect "  its items" "$(json '[i["title"] for i in d["items"]]' <"$WORK/body")" "['Order delivered', 'Order shipped']"
+expect "  its items" "$(json '[i["title"] for i in d["items"]]' <"$WORK/body")" "['Order delivered', 'Order placed', 'Order shipped']"
 expect "by the ptr_token cookie, 200" "$(call GET /api/feeds/user:42/items --cookie "theme=dark; ptr_token=$bob")" 200
-expect "  its items" "$(json 'len(d["items"])' <"$WORK/body")" 2
+expect "  its items" "$(json 'len(d["items"])' <"$WORK/body")" 3
 expect "an EdDSA token with team.* reads team.eng" "$(call GET /api/feeds/team.eng/items -H "Authorization: Bearer $team")" 200
 expect "  its item" "$(json 'd["items"][0]["title"]' <"$WORK/body")" "Standup moved"
 expect "a token given to a public feed must be valid too" "$(call GET /api/feeds/main/items -H "Authorization: Bearer x.y.z")" 401
