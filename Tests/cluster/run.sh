@@ -2,7 +2,8 @@
 # Three instances behind nginx on one PostgreSQL, brought up with scripts/cluster in a
 # folder of their own and always taken down: the front speaks HTTP/2, deploy/nginx.conf is
 # what the generator writes, check.py's invariants hold under faults, `up` again brings
-# back the instance they killed, and nothing is left running afterwards.
+# back the instance they killed; then two instances with one key hold access.py's rules of
+# access; and nothing is left running afterwards.
 # REFRESH_SERVER=path runs another build than the release one.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -113,4 +114,18 @@ if timeout 240 python3 -m pytest -q -p no:cacheprovider -s Tests/cluster/test_br
     pass "headless Chromium through the front (Tests/cluster/test_browser.py)"
 else
     fail "headless Chromium through the front (Tests/cluster/test_browser.py)"
+fi
+
+# Access with one key on every instance: a cluster of two of its own, the key given in the
+# environment of its first `up` only (access.py starts an instance again without it).
+bash scripts/cluster down >/dev/null
+mkdir -p "$PTR_CLUSTER_DIR/keys"
+secret=$PTR_CLUSTER_DIR/keys/cluster.secret
+(umask 077 && openssl rand -hex 32 >"$secret")
+if ! PTR_AUTH_KEY=$secret bash scripts/cluster up 2 --base-port "$base" --front-port "$front" >/dev/null; then
+    fail "PTR_AUTH_KEY=FILE scripts/cluster up 2"
+elif timeout 120 python3 Tests/cluster/access.py --dir "$PTR_CLUSTER_DIR" --secret "$secret"; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1))
 fi
