@@ -125,6 +125,44 @@ import Testing
         }
     }
 
+    @Test func everyBadTokenIsA401OverHTTPAndChangesNothing() async throws {
+        try await run { server, keys in
+            let later = Int(Date().addingTimeInterval(3600).timeIntervalSince1970)
+            let rights = #"{"exp":\#(later),"sub":"alice","ptr":{"read":["user:1"],"publish":["user:1"]}}"#
+            let valid = try await keys.token("rs", read: ["user:1"], publish: ["user:1"])
+            let parts = valid.split(separator: ".").map(String.init)
+            let bad = [
+                ("alg none", TestKeys.composed(header: #"{"alg":"none","kid":"hs"}"#, claims: rights)),
+                (
+                    "HS256 signed with the RSA public key",
+                    try await TestKeys.hmacToken(header: #"{"alg":"HS256","kid":"rs"}"#, claims: rights, secret: keys.rsaPublicPEM)
+                ),
+                (
+                    "another kid",
+                    try await TestKeys.hmacToken(
+                        header: #"{"alg":"HS256","kid":"old"}"#, claims: rights, secret: "a-secret-of-at-least-thirty-two-bytes-for-hs256")
+                ),
+                ("expired", try await keys.token("es", read: ["user:1"], publish: ["user:1"], expires: Date().addingTimeInterval(-60))),
+                ("tampered", [parts[0], Data(rights.utf8).base64URLEncoded, parts[2]].joined(separator: ".")),
+                (
+                    "oversized",
+                    try await keys.token("hs", read: (0..<200).map { "user:1:\($0)-" + String(repeating: "x", count: 40) }, publish: ["user:1"])
+                ),
+            ]
+            let item = #"{"id":"forged","title":"Forged"}"#
+            for (name, token) in bad {
+                expectRefused(try await server.get("/api/feeds/user:1/items", headers: bearer(token)), 401, "invalid_token")
+                expectRefused(try await server.get("/api/feeds/user:1", headers: [("Cookie", "ptr_token=\(token)")]), 401, "invalid_token")
+                expectRefused(try await server.post("/api/sessions", #"{"feed":"user:1"}"#, headers: bearer(token)), 401, "invalid_token")
+                let published = try await server.post("/api/feeds/user:1/items", item, headers: bearer(token))
+                expectRefused(published, 401, "invalid_token")
+                #expect(published.status == 401, "\(name)")
+            }
+            let feed = try await server.get("/api/feeds/user:1", headers: bearer(valid))
+            #expect(feed.json["head"] as? Int == 1, "nothing was published by a bad token")
+        }
+    }
+
     @Test func aTokenOfAFarFutureOpensAStreamAndTheServerLivesOn() async throws {
         try await run { server, keys in
             let token = try await keys.token("hs", expires: Date(timeIntervalSince1970: 1e12))
@@ -161,18 +199,27 @@ import Testing
     @Test func aStreamEndsCleanlyBeforeItsTokenExpires() async throws {
         try await run { server, keys in
             let token = try await keys.token("hs", read: ["user:1"], expires: Date().addingTimeInterval(2))
-            let created = try await server.post("/api/sessions", #"{"feed":"user:1"}"#, headers: bearer(token))
+            // A page that shows the feed's first page, so it is told of what comes after it.
+            let created = try await server.post("/api/sessions", #"{"feed":"user:1","firstPage":true}"#, headers: bearer(token))
             let id = try #require(created.json["id"] as? String)
             let stream = try await server.events(id, headers: bearer(token))
             #expect(stream.status == 200)
-            _ = try await stream.nextEvent()
+            let lastID = try #require(try await stream.nextEvent().id)
             let started = ContinuousClock.now
             // The body ends (the chunked terminator): the client sees the end, not an error.
             while try await stream.chunk(within: 5) != nil {}
             #expect(ContinuousClock.now - started < .seconds(4))
-            // The session lives on: a renewed token opens its stream again.
+            // The session lives on: a renewed token opens its stream again, from where the last
+            // one ended, and what was published meanwhile arrives once.
+            let publisher = [("Authorization", "Bearer \(Self.publishToken)")]
+            let item = #"{"id":"meanwhile","title":"Published between two streams","published":"2030-01-02T00:00:00Z"}"#
+            #expect(try await server.post("/api/feeds/user:1/items", item, headers: publisher).status == 201)
             let renewed = try await keys.token("hs", read: ["user:1"])
-            #expect(try await server.events(id, headers: bearer(renewed)).status == 200)
+            let again = try await server.events(id, lastEventID: lastID, headers: bearer(renewed))
+            #expect(again.status == 200)
+            let news = try await again.events(until: "news")
+            #expect(news.filter { $0.event == "news" }.count == 1)
+            #expect(news.allSatisfy { ($0.id ?? 0) > lastID })
         }
     }
 
