@@ -91,6 +91,13 @@ public final class ServerMetrics: Sendable {
             return Metrics.Timer(label: descriptor.name, dimensions: [], handler: handler, factory: factory)
         }
 
+        /// A counter per key, the key's raw value under `label`.
+        func counters<Key: Hashable & RawRepresentable<String>>(
+            _ keys: some Sequence<Key>, _ name: String, _ help: String, by label: String
+        ) -> [Key: CoreMetrics.Counter] {
+            Dictionary(uniqueKeysWithValues: keys.map { ($0, counter(name, help, [(label, $0.rawValue)])) })
+        }
+
         let samples = RequestKey(route: RouteTable.Pattern.samples.description, status: 200)
         let events = RequestKey(route: RouteTable.Pattern.events.description, status: 200)
         samplesAnswered = Self.requestCounter(samples, registry: registry, factory: factory)
@@ -104,15 +111,9 @@ public final class ServerMetrics: Sendable {
         openStreams = gauge("open_streams", "Open event streams.")
         samplesApplied = counter("samples_applied", "Samples the gesture engine took.", [])
         samplesIgnored = counter("samples_ignored", "Samples ignored for an old seq (a retry or a reordered request).", [])
-        sampleRefusals = Dictionary(
-            uniqueKeysWithValues: SampleRefusal.allCases.map { reason in
-                (
-                    reason,
-                    counter(
-                        "sample_requests_refused", "Samples requests refused, by reason; a refused request changes nothing.",
-                        [("reason", reason.rawValue)])
-                )
-            })
+        sampleRefusals = counters(
+            SampleRefusal.allCases, "sample_requests_refused", "Samples requests refused, by reason; a refused request changes nothing.", by: "reason"
+        )
         sampleWrite = LatencyHistogram(
             name: "ptr_sample_write_seconds",
             help: "From a samples request's arrival to its state event written to the first stream of its session.",
@@ -124,14 +125,8 @@ public final class ServerMetrics: Sendable {
 
         replayHits = counter("replay_hits", "Reconnects with Last-Event-ID served from the replay buffer.", [])
         replayMisses = counter("replay_misses", "Reconnects with Last-Event-ID past the replay buffer, answered with reset.", [])
-        resets = Dictionary(
-            uniqueKeysWithValues: ResetCause.allCases.map { cause in
-                (
-                    cause,
-                    counter(
-                        "resets", "reset events sent, by cause: a stream's gap, or a refresh that replaced the list.", [("cause", cause.rawValue)])
-                )
-            })
+        resets = counters(
+            ResetCause.allCases, "resets", "reset events sent, by cause: a stream's gap, or a refresh that replaced the list.", by: "cause")
         coalesced = counter("events_coalesced", "Superseded state and news events a stream never got: it was sent only the latest.", [])
         newsFanOut = timer(
             "news_fanout", "From the feed's head moving to the last event loop having written its streams' news.",
@@ -153,53 +148,23 @@ public final class ServerMetrics: Sendable {
             .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
             .microseconds(2_500_000), .seconds(5), .seconds(10), .seconds(20), .seconds(30),
         ]
-        feedUpdates = Dictionary(
-            uniqueKeysWithValues: Outcome.allCases.map { outcome in
-                (
-                    outcome,
-                    counter(
-                        "feed_updates", "Feed updates from upstream (one shared by every refresh that joins it), by outcome.",
-                        [("outcome", outcome.rawValue)])
-                )
-            })
+        feedUpdates = counters(
+            Outcome.allCases, "feed_updates", "Feed updates from upstream (one shared by every refresh that joins it), by outcome.", by: "outcome")
         feedUpdateDuration = timer("feed_update_duration", "How long a feed update from upstream took.", buckets: slow)
-        upstreamFetches = Dictionary(
-            uniqueKeysWithValues: Outcome.allCases.map { outcome in
-                (
-                    outcome,
-                    counter(
-                        "upstream_fetches", "Fetches of one upstream feed (download, parse, store), by outcome.", [("outcome", outcome.rawValue)])
-                )
-            })
+        upstreamFetches = counters(
+            Outcome.allCases, "upstream_fetches", "Fetches of one upstream feed (download, parse, store), by outcome.", by: "outcome")
         upstreamFetchDuration = timer("upstream_fetch_duration", "How long fetching one upstream feed took.", buckets: slow)
-        upstreamItemsSkipped = Dictionary(
-            uniqueKeysWithValues: ItemRules.SkipReason.allCases.map { reason in
-                (
-                    reason,
-                    counter(
-                        "upstream_items_skipped", "Upstream items left out, by reason: a NUL, an id or a link that breaks the item limits.",
-                        [("reason", reason.rawValue)])
-                )
-            })
-        upstreamFieldsCut = Dictionary(
-            uniqueKeysWithValues: [ItemRules.Field.title, .summary, .author].map { field in
-                (field, counter("upstream_fields_cut", "Upstream item texts cut to their length limit, by field.", [("field", field.rawValue)]))
-            })
-        storeErrors = Dictionary(
-            uniqueKeysWithValues: StoreOperation.allCases.map { operation in
-                (operation, counter("store_errors", "Failed reads and writes of the feed store.", [("operation", operation.rawValue)]))
-            })
+        upstreamItemsSkipped = counters(
+            ItemRules.SkipReason.allCases, "upstream_items_skipped",
+            "Upstream items left out, by reason: a NUL, an id or a link that breaks the item limits.", by: "reason")
+        upstreamFieldsCut = counters(
+            [ItemRules.Field.title, .summary, .author], "upstream_fields_cut", "Upstream item texts cut to their length limit, by field.", by: "field"
+        )
+        storeErrors = counters(StoreOperation.allCases, "store_errors", "Failed reads and writes of the feed store.", by: "operation")
         notificationReconnects = counter(
             "notification_reconnects", "Times the PostgreSQL notification connection was lost and made again.", [])
-        authRefusals = Dictionary(
-            uniqueKeysWithValues: AccessRefusal.allCases.map { reason in
-                (
-                    reason,
-                    counter(
-                        "auth_refused", "Requests refused a feed for their token (401, 403), by reason; never by feed.",
-                        [("reason", reason.rawValue)])
-                )
-            })
+        authRefusals = counters(
+            AccessRefusal.allCases, "auth_refused", "Requests refused a feed for their token (401, 403), by reason; never by feed.", by: "reason")
     }
 
     private static func counter(
