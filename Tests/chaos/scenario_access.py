@@ -16,8 +16,9 @@ its own loopback address, send random bad credentials at random routes:
   cookies: a bad one, a quoted bad one, a bad one before another feed's valid one;
 - routes: a page of the feed, its head, a session on it, a publish to it (each sent twice,
   to the private feed and to one that never existed, and the two answers compared), the
-  stream of the owner's session, and `main`'s page and publish (invalid tokens only: `main`
-  is public).
+  stream of the owner's session (`GET`, and `HEAD`, whose refusal tells its reason by its
+  `Content-Length` alone), and `main`'s page and publish (invalid tokens only: `main` is
+  public).
 
 Invariants: every bad request gets the SPEC's answer (`401 invalid_token` with
 `WWW-Authenticate: Bearer error="invalid_token"` and the message of the reason the
@@ -115,6 +116,12 @@ MESSAGES = {  # the message of each reason's refusal, as the README's "Refusals"
 REASON_OF = {message: reason for reason, message in MESSAGES.items()}
 
 
+def body_length(reason):
+    """The Content-Length of a refusal for `reason`: a HEAD answer has only that to tell it."""
+    code = "insufficient_scope" if reason == "insufficient_scope" else "invalid_token"
+    return len(json.dumps({"error": code, "message": MESSAGES[reason]}, separators=(",", ":")).encode())
+
+
 def garbage():
     alphabet = [chr(c) for c in range(0x21, 0x7F)] + [" ", "\u00e9", "\u00ff", "."]
     return random.choice("abcdefgh") + "".join(random.choice(alphabet) for _ in range(random.randrange(1, 300)))
@@ -201,7 +208,7 @@ def routes_and_cases():
     """(route, case table) pairs a bad request is drawn from."""
     return [("items", {**INVALID, **NEEDS_RIGHT}), ("head", {**INVALID, **NEEDS_RIGHT}),
             ("session", {**INVALID, **NEEDS_RIGHT}), ("publish", {**INVALID, **NEEDS_RIGHT, **PUBLISH_ONLY}),
-            ("stream", {**INVALID, **NEEDS_RIGHT, **STREAM_ONLY}),
+            ("stream", {**INVALID, **NEEDS_RIGHT, **STREAM_ONLY}), ("stream HEAD", {**INVALID, **NEEDS_RIGHT, **STREAM_ONLY}),
             ("main items", INVALID), ("main publish", {**INVALID, **PUBLISH_ONLY})]
 
 
@@ -227,13 +234,13 @@ class BadClient:
         self.source = client_address(index, 1)
         self.sock = None
 
-    async def exchange(self, data, stream=False):
+    async def exchange(self, data, stream=False, head=False):
         """(status, headers, body): the whole answer; an answer that does not end (a stream
         that was opened) is read for half a second, then given up."""
         loop = asyncio.get_running_loop()
         if self.sock is None:
             self.sock = await connect(HOST, server.port, self.source)
-        response = Response()
+        response = Response(head_request=head)
         deadline = time.monotonic() + (0.5 if stream else 10)
         try:
             await loop.sock_sendall(self.sock, data)
@@ -264,7 +271,7 @@ class BadClient:
 async def main():
     began = time.monotonic()
     results = {"bad": 0, "wrong": [], "statuses": {}, "reasons": {}, "leaks": [], "unlike": [], "pairs": 0,
-               "cases": {}, "accepted": {feed: [] for feed in feeds}, "publish_failures": []}
+               "cases": {}, "routes": {}, "accepted": {feed: [] for feed in feeds}, "publish_failures": []}
     stop = asyncio.Event()
 
     # Good clients: a live-mode session per feed, its stream open, its first page loaded.
@@ -316,9 +323,10 @@ async def main():
     table = routes_and_cases()
     budget = [BAD_REQUESTS]
 
-    def note(case, route, status, headers, body, allowed):
+    def note(case, route, status, headers, body, allowed, head=False):
         results["bad"] += 1
         results["cases"][case] = results["cases"].get(case, 0) + 1
+        results["routes"][route] = results["routes"].get(route, 0) + 1
         results["statuses"][status] = results["statuses"].get(status, 0) + 1
         text = body.decode("utf-8", "replace")
         if MARK in text or any(MARK in v for v in headers.values()):
@@ -328,6 +336,10 @@ async def main():
         except ValueError:
             answer = None
         reason = REASON_OF.get(answer.get("message")) if isinstance(answer, dict) else None
+        if head:  # no body: the reason is the allowed one whose refusal has this length
+            reason = next((r for r in allowed if str(body_length(r)) == headers.get("content-length")), None)
+            answer = {"error": "insufficient_scope" if reason == "insufficient_scope" else "invalid_token",
+                      "message": MESSAGES[reason]} if reason and not body else None
         if reason:
             results["reasons"][reason] = results["reasons"].get(reason, 0) + 1
         code = "insufficient_scope" if allowed == {"insufficient_scope"} else "invalid_token"
@@ -350,7 +362,7 @@ async def main():
             make, allowed = cases[case]
             feed = rng.choice(feeds)
             headers, query = make(feed)
-            targets = [feed] if route in ("stream", "main items", "main publish") else [feed, missing[feed]]
+            targets = [feed] if route in ("stream", "stream HEAD", "main items", "main publish") else [feed, missing[feed]]
             budget[0] -= len(targets)
             answers = []
             forged = {"id": f"forged-{index}-{budget[0]}", "title": f"forged by a bad client {index}"}
@@ -363,15 +375,17 @@ async def main():
                     data = http_request("POST", f"/api/sessions{query}", headers, {"feed": target})
                 elif route == "publish":
                     data = http_request("POST", f"/api/feeds/{target}/items{query}", headers, forged)
-                elif route == "stream":
-                    data = http_request("GET", f"/api/sessions/{streams[target][0]}/events{query}",
+                elif route in ("stream", "stream HEAD"):
+                    data = http_request("HEAD" if route == "stream HEAD" else "GET",
+                                        f"/api/sessions/{streams[target][0]}/events{query}",
                                         headers + [("Accept", "text/event-stream")])
                 elif route == "main items":
                     data = http_request("GET", f"/api/items{query}", headers)
                 else:
                     data = http_request("POST", f"/api/items{query}", headers, forged)
-                status, answer_headers, body = await client.exchange(data, stream=route == "stream")
-                note(case, route, status, answer_headers, body, allowed)
+                head = route == "stream HEAD"
+                status, answer_headers, body = await client.exchange(data, stream=route.startswith("stream"), head=head)
+                note(case, route, status, answer_headers, body, allowed, head)
                 answers.append((status, answer_headers.get("www-authenticate"), body))
             if len(answers) == 2:
                 results["pairs"] += 1
@@ -493,6 +507,8 @@ for status in sorted(results["statuses"], key=str):
 for reason in sorted(counted):
     figure(f"refused {reason} (ptr_auth_refused_total)", counted[reason])
 figure("cases drawn", len(results["cases"]))
+for route in sorted(results["routes"]):
+    figure(f"bad requests at {route}", results["routes"][route])
 figure("good publishes accepted", sum(len(v) for v in results["accepted"].values()))
 figure("good events received", good_events)
 figure("attack", attack_seconds, "s")
