@@ -36,10 +36,11 @@ import os
 import pathlib
 import random
 import re
+import shutil
 import tempfile
 import time
 
-from lib import (ROOT, EventStream, HTTPClient, Monitor, Response, Server, check, client_address, connect, figure,
+from lib import (EventStream, HTTPClient, Monitor, Response, Server, check, client_address, connect, figure,
                  finish, pick, raise_fd_limit, request)
 from jwt_tokens import EcKey, Ed25519Key, HmacKey, claims, encode, mint, tampered, unsigned, write_jwks
 
@@ -54,7 +55,8 @@ ISSUER = "https://login.example"
 RSS_GROWTH_BOUND_KIB = 64 * 1024  # refused requests keep nothing: growth beyond this is a leak
 
 raise_fd_limit()
-random.seed(os.environ.get("CHAOS_SEED"))
+SEED = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(1 << 32))  # CHAOS_SEED=N draws again
+random.seed(SEED)
 work = pathlib.Path(tempfile.mkdtemp(prefix="ptr-chaos-access."))
 hmac_key = HmacKey(kid="app")  # the server names a secret file's key by its file name
 ec_key = EcKey(kid="ec-2026")
@@ -64,6 +66,7 @@ ec_key.write_pem(work / "ec-2026.pem")
 write_jwks(work / "keys.jwks", [ed_key])
 SIGNERS = [hmac_key, ec_key, ed_key]
 
+# Debug: every refusal is logged, so the log has every chance to show a token.
 server = Server("--no-demo", "--log-level", "debug", "--auth-key", str(work / "app.secret"),
                 "--auth-key", str(work / "ec-2026.pem"), "--auth-key", str(work / "keys.jwks"),
                 "--auth-issuer", ISSUER, "--reconnect-delay-ms", "200")
@@ -99,7 +102,7 @@ check("every owner seeds its feed (201)", set(seed_statuses) == {201}, seed_stat
 
 # ---------------------------------------------------------------- the answers the SPEC gives
 
-MESSAGES = {  # the message of each reason's refusal, as the README's "Refusals" lists them
+MESSAGES = {  # each reason's refusal message, as the server words it ("its message says which")
     "missing": "This needs a token: Authorization: Bearer TOKEN, or the cookie ptr_token.",
     "too_large": "The token is larger than 8192 bytes.",
     "malformed": "The token is not a JWT this server reads (three base64url parts, exp required, no crit).",
@@ -498,6 +501,9 @@ log = "".join(server.log_lines)
 in_log = [t[:24] for t in all_tokens if t.split(".")[2] in log] + re.findall(r"eyJ[A-Za-z0-9_-]{8,}", log)[:3]
 check("no token in the server's log (no signature of a good one, no base64 JSON of any)", not in_log, in_log[:3])
 
+shutil.rmtree(work, ignore_errors=True)
+
+figure("seed", SEED)
 figure("private feeds", FEEDS)
 figure("bad clients", BAD_CLIENTS)
 figure("bad requests", results["bad"])
