@@ -16,9 +16,9 @@ its own loopback address, send random bad credentials at random routes:
   cookies: a bad one, a quoted bad one, a bad one before another feed's valid one;
 - routes: a page of the feed, its head, a session on it, a publish to it (each sent twice,
   to the private feed and to one that never existed, and the two answers compared), the
-  stream of the owner's session (`GET`, and `HEAD`, whose refusal tells its reason by its
-  `Content-Length` alone), and `main`'s page and publish (invalid tokens only: `main` is
-  public).
+  stream of the owner's session (`GET`, half of them asking a replay from `Last-Event-ID:
+  0`, and `HEAD`, whose refusal tells its reason by its `Content-Length` alone), and
+  `main`'s page and publish (invalid tokens only: `main` is public).
 
 Invariants: every bad request gets the SPEC's answer (`401 invalid_token` with
 `WWW-Authenticate: Bearer error="invalid_token"` and the message of the reason the
@@ -246,7 +246,7 @@ class BadClient:
         response = Response(head_request=head)
         deadline = time.monotonic() + (0.5 if stream else 10)
         try:
-            await loop.sock_sendall(self.sock, data)
+            await asyncio.wait_for(loop.sock_sendall(self.sock, data), 10)
             while not response.complete and time.monotonic() < deadline:
                 try:
                     chunk = await asyncio.wait_for(loop.sock_recv(self.sock, 65536), deadline - time.monotonic())
@@ -256,7 +256,7 @@ class BadClient:
                     response.eof()
                     break
                 response.feed(chunk)
-        except OSError as error:
+        except (OSError, asyncio.TimeoutError, TimeoutError) as error:
             self.close()
             return None, {}, repr(error).encode()
         if not response.complete or response.headers.get("connection", "").lower() == "close":
@@ -381,7 +381,8 @@ async def main():
                 elif route in ("stream", "stream HEAD"):
                     data = http_request("HEAD" if route == "stream HEAD" else "GET",
                                         f"/api/sessions/{streams[target][0]}/events{query}",
-                                        headers + [("Accept", "text/event-stream")])
+                                        headers + [("Accept", "text/event-stream")]
+                                        + [("Last-Event-ID", "0")] * rng.randrange(2))  # asks for a replay of all
                 elif route == "main items":
                     data = http_request("GET", f"/api/items{query}", headers)
                 else:
