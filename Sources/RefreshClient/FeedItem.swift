@@ -1,0 +1,49 @@
+import Foundation
+
+/// An item of a feed, as the server stores and serves it.
+public struct FeedItem: Sendable, Hashable, Identifiable, Codable {
+    /// Unique within its feed; compared by its bytes.
+    public var id: String
+    /// Plain text, never markup.
+    public var title: String
+    public var summary: String?
+    public var link: String?
+    public var author: String?
+    public var published: Date
+
+    public init(id: String, title: String, summary: String? = nil, link: String? = nil, author: String? = nil, published: Date) {
+        self.id = id
+        self.title = title
+        self.summary = summary
+        self.link = link
+        self.author = author
+        self.published = published
+    }
+}
+
+/// An item to publish. The server gives one without `id` an id of its own, and one without
+/// `published` the time it is stored; one with an id the feed has replaces it.
+public struct NewItem: Sendable, Hashable, Codable {
+    public var id: String?
+    public var title: String
+    public var summary: String?
+    public var link: String?
+    public var author: String?
+    public var published: Date?
+
+    public init(id: String? = nil, title: String, summary: String? = nil, link: String? = nil, author: String? = nil, published: Date? = nil) {
+        self.id = id
+        self.title = title
+        self.summary = summary
+        self.link = link
+        self.author = author
+        self.published = published
+    }
+}
+
+/// A page of a feed, newest first.
+public struct ItemPage: Sendable, Hashable {
+    public var items: [FeedItem]
+    /// Older items remain below the page.
+    public var hasMore: Bool
+}

@@ -1,0 +1,85 @@
+import Foundation
+import RefreshEngine
+
+/// What a session's stream tells the app, typed. The app draws the indicator from `state`,
+/// shows `progress`, puts `items` into its list, and offers `news`; it decides nothing about
+/// the gesture itself.
+public enum SessionEvent: Sendable, Equatable {
+    /// The gesture's state after the newest sample the server applied: phase, pull, arrow
+    /// rotation, the held indicator, the label.
+    case state(GestureState)
+    /// How far a refresh or a load-more has got.
+    case progress(ActionProgress)
+    /// Items for the list: to put above what it shows (`prepend`) or below (`append`).
+    case items(ItemsUpdate)
+    /// An action ended.
+    case done(ActionResult)
+    /// The feed gained items the list does not show yet; each supersedes the one before.
+    case news(News)
+    /// Too much was missed to replay: reload the list, then carry on.
+    case reset(reason: String)
+    /// The server had lost the session and a new one took its place. With `resumed` the new
+    /// one continues the list (what the feed gained meanwhile comes as `news` or `items`);
+    /// without, the list starts over: clear it, the new session's first page follows.
+    case replaced(resumed: Bool)
+}
+
+/// Which action an event concerns.
+public enum ActionKind: String, Sendable, Equatable {
+    case refresh
+    case loadMore
+}
+
+public struct ActionProgress: Sendable, Equatable {
+    public var actionID: String
+    public var kind: ActionKind
+    /// 0…1, never decreasing within an action.
+    public var fraction: Double
+    /// A word for programs: `starting`, `fetching`, `storing`, `loading`, `done`…
+    public var stage: String
+    /// A sentence for people.
+    public var message: String
+}
+
+public struct ItemsUpdate: Sendable, Equatable {
+    public enum Operation: String, Sendable, Equatable {
+        case prepend
+        case append
+    }
+
+    /// The action that brought them; `nil` for a first page and for live items.
+    public var actionID: String?
+    public var operation: Operation
+    public var items: [FeedItem]
+    /// Older items remain below.
+    public var hasMore: Bool
+    /// The feed position the list is now up to date with, when these items bring it up to
+    /// date (a first page, a refresh, live items).
+    public var head: Int?
+}
+
+public struct ActionResult: Sendable, Equatable {
+    public enum Outcome: String, Sendable, Equatable {
+        case completed
+        case failed
+        case cancelled
+    }
+
+    public var actionID: String
+    public var kind: ActionKind
+    public var outcome: Outcome
+    /// Items the action added to the list.
+    public var added: Int
+    /// Why it failed or was cancelled.
+    public var error: String?
+}
+
+public struct News: Sendable, Equatable {
+    /// Items the list does not show yet.
+    public var count: Int
+    public var newestID: String
+    public var newestTitle: String
+    public var newestPublished: Date
+    /// The feed's position after them.
+    public var head: Int
+}
