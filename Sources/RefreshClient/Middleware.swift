@@ -2,10 +2,17 @@ import Foundation
 import HTTPTypes
 import OpenAPIRuntime
 
-/// Adds `Authorization: Bearer TOKEN` to every request, with the token the app's provider
-/// gives at that moment: a renewed token is used from the next request on (the next stream
-/// of a session whose token expired among them).
+/// Adds `Authorization: Bearer TOKEN`, with the token the app's provider gives at that moment,
+/// to the operations the document secures with it: a renewed token is used from the next
+/// request on (the next stream of a session whose token expired among them). A session's
+/// samples, actions and end go by its id alone, so they carry no token: the sample path
+/// does no token work on the server, and the token travels no more often than it must.
 struct TokenMiddleware: ClientMiddleware {
+    /// The operations whose `security` in Public/openapi.yaml names `token`.
+    static let secured: Set<String> = [
+        "createSession", "sessionEvents", "listItems", "listFeedItems", "getFeed", "publishItems", "publishFeedItems",
+    ]
+
     let token: @Sendable () async throws -> String?
 
     func intercept(
@@ -13,7 +20,7 @@ struct TokenMiddleware: ClientMiddleware {
         next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         var request = request
-        if let token = try await token() {
+        if Self.secured.contains(operationID), let token = try await token() {
             request.headerFields[.authorization] = "Bearer \(token)"
         }
         return try await next(request, body, baseURL)

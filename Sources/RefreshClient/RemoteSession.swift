@@ -36,6 +36,8 @@ public actor RemoteSession {
     private var flushed: [CheckedContinuation<Void, Never>] = []
     /// Where ``events`` is being read, and what came before anyone read it.
     private var listener: AsyncThrowingStream<SessionEvent, any Error>.Continuation?
+    /// Which reader `listener` is: a reader that ends clears it only if it is still its own.
+    private var readers = 0
     private var outbox: [SessionEvent] = []
     private var closed = false
 
@@ -63,7 +65,7 @@ public actor RemoteSession {
     public nonisolated var events: SessionEvents { SessionEvents(session: self) }
 
     nonisolated func listen(_ continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation) async {
-        guard await attach(continuation) else { return }
+        guard let reader = await attach(continuation) else { return }
         var backoff = Backoff()
         while !Task.isCancelled {
             guard let target = await streamTarget() else { break }
@@ -83,15 +85,16 @@ public actor RemoteSession {
                 do {
                     try await replace(after: target.generation)
                 } catch {
-                    await detach(continuation, error)
+                    await detach(reader, continuation, error)
                     return
                 }
             } catch let error as RefreshError where !error.isTransient {
-                await detach(continuation, error)
+                await detach(reader, continuation, error)
                 return
             } catch is DecodingError {
                 // The server said something the document does not allow: not for a retry.
-                await detach(continuation, RefreshError(status: 200, code: "undecodable", message: "an event does not match the API's document"))
+                await detach(
+                    reader, continuation, RefreshError(status: 200, code: "undecodable", message: "an event does not match the API's document"))
                 return
             } catch is CancellationError {
                 break
@@ -101,24 +104,26 @@ public actor RemoteSession {
                 do { try await Task.sleep(for: wait) } catch { break }
             }
         }
-        await detach(continuation, nil)
+        await detach(reader, continuation, nil)
     }
 
-    private func attach(_ continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation) -> Bool {
+    private func attach(_ continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation) -> Int? {
         guard !closed else {
             continuation.finish()
-            return false
+            return nil
         }
         listener?.finish()
         listener = continuation
+        readers += 1
         for event in outbox { continuation.yield(event) }
         outbox = []
-        return true
+        return readers
     }
 
-    private func detach(_ continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation, _ error: (any Error)?) {
+    /// A reader ended: what comes next waits in the outbox for the next reader.
+    private func detach(_ reader: Int, _ continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation, _ error: (any Error)?) {
         continuation.finish(throwing: error)
-        if listener != nil, closed || error != nil { listener = nil }
+        if reader == readers { listener = nil }
     }
 
     /// The stream to read next: the current session's, from the last event read. Waits for a
@@ -279,6 +284,7 @@ public actor RemoteSession {
         closed = true
         listener?.finish()
         listener = nil
+        replacing?.cancel()
         queue.sessionReplaced()
         resumeFlushed()
         try? await client.delete(id)
