@@ -12,7 +12,7 @@ import socket
 import threading
 import urllib.parse
 
-from harness import (ROOT, assert_no_console_errors, dataset, request, request_json, first_titles, free_port, make_driver,
+from harness import (ROOT, assert_no_console_errors, dataset, request, request_json, first_titles, make_driver,
                      open_page, publish, refreshes, running_server, screenshot, wait)
 from test_page import label, touch, touch_drag
 
@@ -24,6 +24,18 @@ document.addEventListener('securitypolicyviolation',
 """
 
 ATTACKER_PAGE = b"<!doctype html><title>Another site</title><p>Nothing to see here.</p>"
+
+
+@contextlib.contextmanager
+def serving(handler):
+    """A throwaway site on 127.0.0.1, served from a thread by `handler`: its port."""
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    try:
+        yield site.server_address[1]
+    finally:
+        site.shutdown()
+        site.server_close()
 
 
 @contextlib.contextmanager
@@ -42,14 +54,8 @@ def another_site():
         def log_message(self, *args):
             pass
 
-    port = free_port()
-    site = http.server.ThreadingHTTPServer(("127.0.0.1", port), Page)
-    threading.Thread(target=site.serve_forever, daemon=True).start()
-    try:
+    with serving(Page) as port:
         yield f"http://localhost:{port}"
-    finally:
-        site.shutdown()
-        site.server_close()
 
 
 def run(driver, script, *arguments):
@@ -322,13 +328,8 @@ def application_site():
         def log_message(self, *args):
             pass
 
-    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Site)
-    threading.Thread(target=site.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{site.server_address[1]}"
-    finally:
-        site.shutdown()
-        site.server_close()
+    with serving(Site) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def cors_errors(driver):
