@@ -34,6 +34,8 @@ public actor RemoteSession {
     private var queue = SampleQueue()
     private var sampleBackoff = Backoff()
     private var flushed: [CheckedContinuation<Void, Never>] = []
+    /// The clock of samples' `t` when the app gives none: milliseconds since the session began.
+    private let began = ContinuousClock.now
     /// Where ``events`` is being read, and what came before anyone read it.
     private var listener: AsyncThrowingStream<SessionEvent, any Error>.Continuation?
     /// Which reader `listener` is: a reader that ends clears it only if it is still its own.
@@ -184,10 +186,16 @@ public actor RemoteSession {
     ///
     /// Samples go out one request at a time; a newer drag or scroll sample replaces one still
     /// queued; a release replaces every queued position and is never dropped: a busy server
-    /// is waited for, and the release sent again. The sample's own `seq` is not used.
+    /// is waited for, and the release sent again. The sample's own `seq` is not used; a `t`
+    /// of `0` is stamped with the milliseconds since the session began.
     @discardableResult
     public func post(_ sample: Sample) -> Int {
         guard !closed else { return 0 }
+        var sample = sample
+        if sample.t == 0 {
+            let elapsed = (ContinuousClock.now - began).components
+            sample.t = Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
+        }
         let (seq, action) = queue.samplePushed(sample)
         perform(action)
         return seq
