@@ -20,8 +20,16 @@ struct TokenMiddleware: ClientMiddleware {
         next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         var request = request
-        if Self.secured.contains(operationID), let token = try await token() {
-            request.headerFields[.authorization] = "Bearer \(token)"
+        if Self.secured.contains(operationID) {
+            let token: String?
+            do {
+                token = try await self.token()
+            } catch {
+                // The app has no token to give (signed out): not a reason to ask the server
+                // again and again.
+                throw RefreshError(status: 401, code: "token_unavailable", message: "the app's token provider failed: \(error)")
+            }
+            if let token { request.headerFields[.authorization] = "Bearer \(token)" }
         }
         return try await next(request, body, baseURL)
     }

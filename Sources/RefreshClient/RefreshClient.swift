@@ -69,13 +69,16 @@ public struct RefreshClient: Sendable {
 
     /// Publishes `items` to `feed` and answers them as stored, once committed.
     ///
-    /// A `503` (the store failed) names the items' ids, the server's own for items sent
-    /// without one: the publish is sent again with them after the server's `Retry-After`,
-    /// up to `attempts` times in all, so each item is stored once whatever became of the
-    /// first attempt.
+    /// A publish that fails for a while (`503`, `429`, the connection lost) is sent again
+    /// after the server's `Retry-After`, up to `attempts` times in all, with the same ids:
+    /// an item without one is given one before the first attempt, so each item is stored
+    /// once whatever became of an attempt that was cut off.
     @discardableResult
     public func publish(_ items: [NewItem], to feed: String = "main", attempts: Int = 3) async throws -> [FeedItem] {
         var items = items
+        if attempts > 1 {
+            for index in items.indices where items[index].id == nil { items[index].id = UUID().uuidString.lowercased() }
+        }
         var backoff = Backoff()
         for attempt in 1... {
             do {
@@ -83,9 +86,6 @@ public struct RefreshClient: Sendable {
                 let stored = try await calling { try await api.publishFeedItems(path: .init(feed: feed), body: body).created.body.json }
                 return stored.items.map(FeedItem.init)
             } catch let error as RefreshError where error.isTransient && attempt < attempts {
-                if error.ids.count == items.count {
-                    for index in items.indices { items[index].id = error.ids[index] }
-                }
                 try await Task.sleep(for: backoff.delay(retryAfter: error.retryAfter))
             }
         }

@@ -22,7 +22,8 @@ public struct RefreshError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     /// The same request may succeed later: the server was busy, unavailable or out of reach.
-    public var isTransient: Bool { status == 0 || status == 408 || status == 429 || status >= 500 }
+    /// (`501` and `505` say the server will never take it.)
+    public var isTransient: Bool { status == 0 || status == 408 || status == 429 || (status >= 500 && status != 501 && status != 505) }
 
     /// The server does not know the session (it restarted, or the session ended or expired).
     var isSessionGone: Bool { status == 404 }
@@ -34,6 +35,9 @@ public struct RefreshError: Error, Sendable, Equatable, CustomStringConvertible 
     public var description: String {
         status == 0 ? message : "\(status) \(code): \(message)"
     }
+
+    /// An operation on a session after ``RemoteSession/close()``.
+    static let closed = Self(status: 0, code: "closed", message: "the session was closed")
 
     static func unreachable(_ error: any Error) -> Self {
         Self(status: 0, code: "unreachable", message: "the server cannot be reached: \(error)")

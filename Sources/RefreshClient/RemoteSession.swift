@@ -6,10 +6,10 @@ import RefreshEngine
 /// One list's session on the server: post the scroll view's offsets, read what to draw from
 /// ``events``, ask for a refresh or a load-more.
 ///
-/// It rides out what a phone's network does to it, as the page does: a dropped stream comes
-/// back with `Last-Event-ID` (nothing missed, nothing twice), a busy server is waited for as
-/// it asks, and a session the server lost (a restart, an instance gone) is replaced by one
-/// that continues the list it shows (``SessionEvent/replaced(resumed:)``).
+/// It rides out what a phone's network does to it, as the page does: a dropped or silent
+/// stream comes back with `Last-Event-ID` (nothing missed, nothing twice), a busy server is
+/// waited for as it asks, and a session the server lost (a restart, an instance gone) is
+/// replaced by one that continues the list it shows (``SessionEvent/replaced(resumed:)``).
 public actor RemoteSession {
     public nonisolated let feed: String
     /// The session's id on the server; a replacement has a new one.
@@ -20,27 +20,34 @@ public actor RemoteSession {
     /// The newest gesture state the stream brought.
     public private(set) var state: GestureState
 
+    /// A stream that brings no byte for this long (three of the server's keepalives) is taken
+    /// for dead: a phone that changed networks can leave a socket that never says so.
+    static let silenceLimit = Duration.seconds(45)
+
     private let client: RefreshClient
     private let request: RefreshClient.SessionRequest
     private let decoder = EventDecoder()
     /// What the list shows, as the events said: the next session continues it.
     private var shows = Shows()
-    /// The id of the last event read; "0" for a new session (its stream then replays from its
-    /// very first event, so nothing that happened before it connected is missed).
+    /// The id of the last event handed on; "0" for a new session (its stream then replays
+    /// from its very first event, so nothing that happened before it connected is missed).
     private var lastEventID = "0"
     /// Counts replacements: events and answers that belong to an earlier session are dropped.
     private var generation = 0
     private var replacing: Task<Void, any Error>?
+    /// Why the session cannot go on: a replacement the server refused for good.
+    private var failure: RefreshError?
     private var queue = SampleQueue()
     private var sampleBackoff = Backoff()
-    private var flushed: [CheckedContinuation<Void, Never>] = []
+    private var flushed: [Int: CheckedContinuation<Void, Never>] = [:]
+    private var flushes = 0
     /// The clock of samples' `t` when the app gives none: milliseconds since the session began.
     private let began = ContinuousClock.now
-    /// Where ``events`` is being read, and what came before anyone read it.
+    /// Where ``events`` is being read, and what came while no one read it.
     private var listener: AsyncThrowingStream<SessionEvent, any Error>.Continuation?
-    /// Which reader `listener` is: a reader that ends clears it only if it is still its own.
-    private var readers = 0
     private var outbox: [SessionEvent] = []
+    /// Which reader `listener` is: only the newest reader's stream hands events on.
+    private var readers = 0
     private var closed = false
 
     init(client: RefreshClient, request: RefreshClient.SessionRequest, created: Components.Schemas.Session) throws {
@@ -59,66 +66,156 @@ public actor RemoteSession {
 
     // MARK: Events
 
-    /// The session's events, typed, in order. Reading them opens the stream; a dropped stream
-    /// is reopened by itself, the session replaced when the server lost it. It ends with an
-    /// error only when the server refuses for good (the token lost the right to the feed) or
-    /// an event breaks the API's document; cancelling the task that reads it closes the
-    /// stream. One reader at a time: a new one ends the one before.
+    /// The session's events, typed, in order. Reading them opens the stream; a dropped or
+    /// silent stream is reopened by itself, the session replaced when the server lost it.
+    /// It ends with an error only when the server refuses for good (the token lost the right
+    /// to the feed, twice in a row for an expired one) or an event breaks the API's document;
+    /// cancelling the task that reads it closes the stream.
+    ///
+    /// One reader at a time: a second one takes the stream over, and the first one's
+    /// sequence ends (as after ``close()``). Events that come while no one reads wait for the
+    /// next reader.
     public nonisolated var events: SessionEvents { SessionEvents(session: self) }
+
+    private struct Target {
+        var id: String
+        var lastEventID: String
+        var generation: Int
+    }
+
+    private enum Next {
+        case read(Target)
+        case waitForReplacement
+        case stop
+    }
+
+    /// The stream ended because another reader or a replacement took its place.
+    private struct Superseded: Error {}
+
+    /// The stream brought nothing for ``silenceLimit``.
+    private struct Silent: Error {}
 
     nonisolated func listen(_ continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation) async {
         guard let reader = await attach(continuation) else { return }
         var backoff = Backoff()
-        while !Task.isCancelled {
-            guard let target = await streamTarget() else { break }
+        // A 401 is asked again once: an app's token provider may have renewed the token just
+        // after the server closed the stream in the last minute of the old one.
+        var refused = false
+        var replacementsInARow = 0
+        reading: while !Task.isCancelled {
+            let target: Target
+            switch await next(for: reader) {
+            case .stop: break reading
+            case .waitForReplacement:
+                do { try await Task.sleep(for: .milliseconds(100)) } catch { break reading }
+                continue
+            case .read(let next): target = next
+            }
+            let activity = StreamActivity()
+            var outcome: Result<Duration, any Error>
             do {
-                let body = try await client.stream(of: target.id, after: target.lastEventID)
-                var retry = Duration.seconds(1)
-                for try await event in body.asDecodedServerSentEvents() {
-                    if let milliseconds = event.retry { retry = .milliseconds(milliseconds) }
-                    guard let typed = try decoder.decode(event) else { continue }
-                    backoff.reset()
-                    await deliver(typed, id: event.id, generation: target.generation)
-                }
+                outcome = .success(try await read(target, reader: reader, activity: activity))
+            } catch {
+                outcome = .failure(error)
+            }
+            if activity.events > 0 {
+                backoff.reset()
+                refused = false
+                replacementsInARow = 0
+            }
+            var wait: Duration
+            switch outcome {
+            case .success(let retry):
                 // The server ended the stream (it was too busy for it, the token expired, it
                 // is going away): back after its `retry:`, as an EventSource comes back.
-                try await Task.sleep(for: retry)
-            } catch let error as RefreshError where error.isSessionGone {
+                wait = retry
+            case .failure(is Superseded):
+                continue
+            case .failure(is CancellationError):
+                break reading
+            case .failure(let error as RefreshError) where error.isSessionGone:
+                // A session that is lost again at once (a front that routes its stream
+                // elsewhere) is not replaced in a tight loop.
+                if replacementsInARow > 0 {
+                    do { try await Task.sleep(for: backoff.delay()) } catch { break reading }
+                }
+                replacementsInARow += 1
                 do {
                     try await replace(after: target.generation)
+                } catch is CancellationError {
+                    break reading
                 } catch {
                     await detach(reader, continuation, error)
                     return
                 }
-            } catch let error as RefreshError where !error.isTransient {
+                continue
+            case .failure(let error as RefreshError) where error.status == 401 && !refused:
+                refused = true
+                wait = backoff.delay(retryAfter: error.retryAfter)
+            case .failure(let error as RefreshError) where !error.isTransient && error.code != "undecodable":
                 await detach(reader, continuation, error)
                 return
-            } catch is DecodingError {
-                // The server said something the document does not allow: not for a retry.
-                await detach(
-                    reader, continuation, RefreshError(status: 200, code: "undecodable", message: "an event does not match the API's document"))
+            case .failure(is DecodingError):
+                // An event the document does not allow: the server and the document disagree,
+                // and asking again will not change it.
+                let error = RefreshError(status: 200, code: "undecodable", message: "an event does not match the API's document")
+                await detach(reader, continuation, error)
                 return
-            } catch is CancellationError {
-                break
-            } catch {
-                // Unreachable, cut off mid-stream, busy: come back with `Last-Event-ID`.
-                let wait = backoff.delay(retryAfter: (error as? RefreshError)?.retryAfter)
-                do { try await Task.sleep(for: wait) } catch { break }
+            case .failure(let error):
+                // Unreachable, cut off mid-stream, silent, busy, or a `200` that is not an
+                // event stream (a captive portal): back with `Last-Event-ID` after a backoff.
+                wait = backoff.delay(retryAfter: (error as? RefreshError)?.retryAfter)
             }
+            do { try await Task.sleep(for: wait) } catch { break reading }
         }
         await detach(reader, continuation, nil)
     }
 
+    /// Reads one stream until it ends (answering its last `retry:`), fails, goes silent, or
+    /// is superseded by another reader or a replacement.
+    private nonisolated func read(_ target: Target, reader: Int, activity: StreamActivity) async throws -> Duration {
+        let body = try await client.stream(of: target.id, after: target.lastEventID)
+        return try await withThrowingTaskGroup(of: Duration.self) { group in
+            group.addTask {
+                var retry = Duration.seconds(1)
+                let chunks = body.map { @Sendable chunk in
+                    activity.bytesArrived()
+                    return chunk
+                }
+                for try await event in chunks.asDecodedServerSentEvents() {
+                    if let milliseconds = event.retry { retry = .milliseconds(milliseconds) }
+                    guard let typed = try self.decoder.decode(event) else { continue }
+                    guard await self.deliver(typed, id: event.id, generation: target.generation, reader: reader) else {
+                        throw Superseded()
+                    }
+                    activity.eventDelivered()
+                }
+                return retry
+            }
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: .seconds(1))
+                    if activity.silence > Self.silenceLimit { throw Silent() }
+                    if await !self.isCurrent(target.generation, reader: reader) { throw Superseded() }
+                }
+            }
+            defer { group.cancelAll() }
+            guard let retry = try await group.next() else { throw Superseded() }
+            return retry
+        }
+    }
+
     private func attach(_ continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation) -> Int? {
         guard !closed else {
-            continuation.finish()
+            continuation.finish(throwing: failure)
             return nil
         }
         listener?.finish()
         listener = continuation
         readers += 1
-        for event in outbox { continuation.yield(event) }
+        let waiting = outbox
         outbox = []
+        for event in waiting { hand(event) }
         return readers
     }
 
@@ -128,36 +225,57 @@ public actor RemoteSession {
         if reader == readers { listener = nil }
     }
 
-    /// The stream to read next: the current session's, from the last event read. Waits for a
-    /// replacement under way; `nil` once closed.
-    private func streamTarget() async -> (id: String, lastEventID: String, generation: Int)? {
-        if let replacing { _ = try? await replacing.value }
-        return closed ? nil : (id, lastEventID, generation)
+    /// The stream to read next: the current session's, from the last event handed on.
+    private func next(for reader: Int) -> Next {
+        guard !closed, reader == readers else { return .stop }
+        return replacing == nil ? .read(Target(id: id, lastEventID: lastEventID, generation: generation)) : .waitForReplacement
     }
 
-    private func deliver(_ event: SessionEvent, id eventID: String?, generation: Int) {
-        guard generation == self.generation, !closed else { return }
+    private func isCurrent(_ generation: Int, reader: Int) -> Bool {
+        generation == self.generation && reader == readers && !closed
+    }
+
+    /// Hands an event on; `false` when its stream was superseded (the event is then not
+    /// counted as read: the stream that replaces it replays it).
+    private func deliver(_ event: SessionEvent, id eventID: String?, generation: Int, reader: Int) -> Bool {
+        guard isCurrent(generation, reader: reader) else { return false }
         if let eventID { lastEventID = eventID }
         if case .state(let state) = event { self.state = state }
         emit(event)
+        return true
     }
 
+    /// Notes what the event changes in the list, and hands it on.
     private func emit(_ event: SessionEvent) {
         shows.note(event)
-        if let listener { listener.yield(event) } else { outbox.append(event) }
+        hand(event)
+    }
+
+    private func hand(_ event: SessionEvent) {
+        if let listener, case .enqueued = listener.yield(event) { return }
+        // No reader, or one whose task was cancelled: the next reader gets it.
+        listener = nil
+        outbox.append(event)
     }
 
     // MARK: Replacing a lost session
 
     /// The server forgot the session: a new one takes its place, continuing the list when the
-    /// server can. Once per loss, however many requests found it gone.
+    /// server can. Once per loss, however many requests found it gone. A replacement the
+    /// server refuses for good (the token no longer valid for the feed) ends the session.
     private func replace(after generation: Int) async throws {
+        if let failure { throw failure }
         guard generation == self.generation, !closed else { return }
         if let replacing { return try await replacing.value }
         let task = Task { try await self.createReplacement() }
         replacing = task
         defer { replacing = nil }
-        try await task.value
+        do {
+            try await task.value
+        } catch let error as RefreshError {
+            fail(error)
+            throw error
+        }
     }
 
     private func createReplacement() async throws {
@@ -166,9 +284,10 @@ public actor RemoteSession {
             try? await client.delete(created.id)
             return
         }
+        let config = try ConfigCoding.config(created.config)
         generation += 1
         id = created.id
-        config = try ConfigCoding.config(created.config)
+        self.config = config
         state = GestureState(created.state)
         lastEventID = "0"
         queue.sessionReplaced()
@@ -179,18 +298,28 @@ public actor RemoteSession {
         if let page = created.firstPage { emit(.items(ItemsUpdate(firstPage: page))) }
     }
 
+    private func fail(_ error: RefreshError) {
+        failure = error
+        queue.sessionReplaced()
+        resumeFlushed()
+        listener?.finish(throwing: error)
+        listener = nil
+    }
+
     // MARK: Samples
 
     /// Queues a sample of the scroll view's offset and answers the `seq` the queue gave it
-    /// (the `seq` of the state that answers it, or of a later one).
+    /// (the `seq` of the state that answers it, or of a later one); `nil` once the session
+    /// is closed or has failed.
     ///
-    /// Samples go out one request at a time; a newer drag or scroll sample replaces one still
-    /// queued; a release replaces every queued position and is never dropped: a busy server
-    /// is waited for, and the release sent again. The sample's own `seq` is not used; a `t`
-    /// of `0` is stamped with the milliseconds since the session began.
+    /// One request of positions goes out at a time, and a newer drag or scroll sample
+    /// replaces one still queued; a release replaces every queued position and goes out at
+    /// once, and is never dropped: a busy server is waited for, and the release sent again.
+    /// The sample's own `seq` is not used; a `t` of `0` is stamped with the milliseconds
+    /// since the session began.
     @discardableResult
-    public func post(_ sample: Sample) -> Int {
-        guard !closed else { return 0 }
+    public func post(_ sample: Sample) -> Int? {
+        guard !closed, failure == nil else { return nil }
         var sample = sample
         if sample.t == 0 {
             let elapsed = (ContinuousClock.now - began).components
@@ -201,18 +330,37 @@ public actor RemoteSession {
         return seq
     }
 
+    /// Queues the scroll view's offset `y` (UIKit's `contentOffset.y`: negative when pulled
+    /// down past the top), as ``post(_:)`` does. Heights may be left out while unchanged.
+    @discardableResult
+    public func post(
+        y: Double, phase: Sample.Phase = .drag, contentHeight: Double? = nil, viewportHeight: Double? = nil
+    ) -> Int? {
+        post(Sample(seq: 0, y: y, phase: phase, contentHeight: contentHeight, viewportHeight: viewportHeight))
+    }
+
     /// Returns once every sample posted so far has been taken by the server (or dropped with
-    /// its session).
+    /// its session), or when the waiting task is cancelled.
     public func flush() async {
-        guard !queue.isEmpty, !closed else { return }
-        await withCheckedContinuation { flushed.append($0) }
+        guard !queue.isEmpty, !closed, failure == nil else { return }
+        flushes += 1
+        let waiter = flushes
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { flushed[waiter] = $0 }
+        } onCancel: {
+            Task { await self.flushCancelled(waiter) }
+        }
+    }
+
+    private func flushCancelled(_ waiter: Int) {
+        flushed.removeValue(forKey: waiter)?.resume()
     }
 
     private func perform(_ action: SampleQueue.Action) {
         switch action {
-        case .send(let batch):
+        case .send(let request):
             let target = (id, generation)
-            Task { await self.send(batch, to: target.0, generation: target.1) }
+            Task { await self.send(request, to: target.0, generation: target.1) }
         case .pause(let wait):
             let generation = generation
             Task {
@@ -224,11 +372,11 @@ public actor RemoteSession {
         }
     }
 
-    private func send(_ batch: [Sample], to id: String, generation: Int) async {
+    private func send(_ request: SampleQueue.Request, to id: String, generation: Int) async {
         var answer = SampleQueue.Answer.taken
         var gone = false
         do {
-            try await client.post(batch, to: id)
+            try await client.post(request.samples, to: id)
             sampleBackoff.reset()
         } catch let error as RefreshError where error.isSessionGone {
             gone = true
@@ -241,10 +389,11 @@ public actor RemoteSession {
         }
         guard generation == self.generation, !closed else { return }
         if gone {
+            // The queue starts afresh with the replacement (or stops with the session).
             try? await replace(after: generation)
             return
         }
-        perform(queue.requestFinished(answer))
+        perform(queue.requestFinished(request.id, answer))
     }
 
     private func pauseEnded(generation: Int) {
@@ -254,15 +403,16 @@ public actor RemoteSession {
 
     private func resumeFlushed() {
         let waiting = flushed
-        flushed = []
-        for continuation in waiting { continuation.resume() }
+        flushed = [:]
+        for continuation in waiting.values { continuation.resume() }
     }
 
     // MARK: Actions
 
     /// Starts a refresh without a gesture (a button, a keyboard shortcut, a program), or joins
-    /// the one running. Answers its action id, which its events carry; `nil` when the session
-    /// had to be replaced first (the new one starts with the feed's newest items).
+    /// the one running. Answers its action id, which its events carry. A session the server
+    /// lost is replaced first and the refresh asked of the new one; `nil` only when that one
+    /// is lost too.
     @discardableResult
     public func refresh() async throws -> String? {
         try await act { try await self.client.startRefresh($0) }
@@ -276,7 +426,7 @@ public actor RemoteSession {
     }
 
     /// Loads older items without a gesture. Answers the action id; `nil` while a refresh runs
-    /// (it resets paging) or when the session had to be replaced.
+    /// (it resets paging, and brings the newest items itself).
     @discardableResult
     public func loadMore() async throws -> String? {
         do {
@@ -298,22 +448,32 @@ public actor RemoteSession {
         try? await client.delete(id)
     }
 
-    /// One action, asked once more after the wait a busy server gave.
+    /// One action: asked once more after the wait a busy server gave, and of the replacement
+    /// when the server lost the session.
     private func act<Answer: Sendable>(_ operation: @Sendable (String) async throws -> Answer) async throws -> Answer? {
         var backoff = Backoff()
-        for attempt in 1... {
-            guard !closed else { throw RefreshError(status: 0, code: "closed", message: "the session was closed") }
+        var busy = 0
+        var lost = 0
+        while true {
+            if let failure { throw failure }
+            guard !closed else { throw RefreshError.closed }
             let generation = generation
             do {
                 return try await operation(id)
+            } catch let error as RefreshError where error.isSessionGone && lost == 0 {
+                lost += 1
+                do {
+                    try await replace(after: generation)
+                } catch is CancellationError where closed {
+                    throw RefreshError.closed
+                }
             } catch let error as RefreshError where error.isSessionGone {
-                try await replace(after: generation)
                 return nil
-            } catch let error as RefreshError where error.isTransient && attempt == 1 {
+            } catch let error as RefreshError where error.isTransient && busy == 0 {
+                busy += 1
                 try await Task.sleep(for: backoff.delay(retryAfter: error.retryAfter))
             }
         }
-        preconditionFailure("the loop returns or throws")
     }
 }
 

@@ -1,21 +1,29 @@
 import RefreshEngine
 
 /// The rules of the page's sample queue, as a state machine its owner performs: one request
-/// out at a time; a newer drag or scroll sample replaces a queued one; a release replaces
-/// every queued position (it carries its own offset), goes out with the next request, and is
-/// never dropped, not even when the server turns it away for a while; a refused request stops
-/// the queue for as long as the server asked.
+/// of positions out at a time; a newer drag or scroll sample replaces a queued one; a release
+/// replaces every queued position (it carries its own offset) and goes out at once, in a slot
+/// of its own beside a request still out (the server applies samples by `seq`, so it may
+/// overtake), and is never dropped, not even when the server turns it away for a while; a
+/// refused request stops the queue for as long as the server asked.
 ///
-/// It numbers the samples itself: `seq` strictly increases in the order samples leave, so a
-/// sample put back after a refusal is still newer than anything the server applied.
+/// It numbers the samples itself: `seq` strictly increases in the order samples leave, for
+/// the session's whole life (its replacements included), so a sample put back after a
+/// refusal is still newer than anything the server applied, and an app that keeps a
+/// release's `seq` to ignore older states never waits for a restarted count.
 ///
 /// It reads no clock and does no I/O: every input is an event, every answer the action to
 /// perform, so its rules are tested with plain values.
 struct SampleQueue {
+    /// One request of samples, in `seq` order.
+    struct Request: Equatable {
+        var id: Int
+        var samples: [Sample]
+    }
+
     enum Action: Equatable {
-        /// Post these samples, in this order, in one request; report the answer with
-        /// ``requestFinished(_:)``.
-        case send([Sample])
+        /// Post these samples in one request; report its answer with ``requestFinished(_:_:)``.
+        case send(Request)
         /// Wait this long, then report ``pauseEnded()``.
         case pause(Duration)
         case none
@@ -30,20 +38,16 @@ struct SampleQueue {
         case notNow(retryAfter: Duration)
     }
 
-    private enum State: Equatable {
-        case idle
-        /// A request is out; `queued` waits for its answer.
-        case sending(batch: [Sample])
-        /// The server asked for a wait.
-        case paused
-    }
-
-    private var state = State.idle
     private var queued: [Sample] = []
+    /// Requests out, by id; at most one of positions and one carrying a release.
+    private var out: [Int: [Sample]] = [:]
+    private var paused = false
     private var lastSeq = 0
+    private var lastRequest = 0
 
-    /// Samples waiting, for tests and for `flush`.
-    var isEmpty: Bool { queued.isEmpty && state == .idle }
+    /// Nothing queued and nothing out: every sample pushed was taken (or dropped with its
+    /// session).
+    var isEmpty: Bool { queued.isEmpty && out.isEmpty }
 
     /// Queues `sample` (its `seq` replaced by the queue's next) and answers that `seq`.
     mutating func samplePushed(_ sample: Sample) -> (seq: Int, action: Action) {
@@ -58,51 +62,61 @@ struct SampleQueue {
         } else {
             queued.append(sample)
         }
-        return (lastSeq, sendIfIdle())
+        return (lastSeq, sendIfFree())
     }
 
-    mutating func requestFinished(_ answer: Answer) -> Action {
-        guard case .sending(let batch) = state else { return .none }
+    mutating func requestFinished(_ id: Int, _ answer: Answer) -> Action {
+        guard let batch = out.removeValue(forKey: id) else { return .none }
         switch answer {
         case .taken:
-            state = .idle
-            return sendIfIdle()
+            return sendIfFree()
         case .notNow(let wait):
             putBack(batch)
-            state = .paused
+            // One pause at a time: a second refusal meanwhile waits with the first.
+            guard !paused else { return .none }
+            paused = true
             return .pause(wait)
         }
     }
 
     mutating func pauseEnded() -> Action {
-        guard state == .paused else { return .none }
-        state = .idle
-        return sendIfIdle()
+        guard paused else { return .none }
+        paused = false
+        return sendIfFree()
     }
 
-    /// The session was replaced: its samples mean nothing to the new one.
+    /// The session was replaced: its samples mean nothing to the new one, and the answers of
+    /// its requests still out are not waited for.
     mutating func sessionReplaced() {
         queued = []
-        lastSeq = 0
-        // A request still out for the old session reports back into a queue that forgot it.
-        state = .idle
+        out = [:]
+        paused = false
     }
 
-    private mutating func sendIfIdle() -> Action {
-        guard state == .idle, !queued.isEmpty else { return .none }
-        let batch = queued
+    /// The queued samples go out when their slot is free: a release's when one is queued and
+    /// no release is out, else the positions' one.
+    private mutating func sendIfFree() -> Action {
+        guard !paused, !queued.isEmpty else { return .none }
+        let releaseOut = out.values.contains { batch in batch.contains { $0.phase == .release } }
+        let hasRelease = queued.contains { $0.phase == .release }
+        let free = hasRelease ? !releaseOut : out.isEmpty
+        guard free else { return .none }
+        lastRequest += 1
+        let request = Request(id: lastRequest, samples: queued)
         queued = []
-        state = .sending(batch: batch)
-        return .send(batch)
+        out[request.id] = request.samples
+        return .send(request)
     }
 
     /// First in line again: a release always; a drag or scroll sample only while it is still
-    /// the newest position (nothing queued after it). Every sample takes a new `seq`, in line
-    /// order: samples sent meanwhile may be newer than the ones put back.
+    /// the newest sample pushed (one pushed since, queued or sent, a release above all,
+    /// supersedes it: a position re-sent after a release would put the finger back down).
+    /// Every sample takes a new `seq`, in line order: samples sent meanwhile may be newer
+    /// than the ones put back.
     private mutating func putBack(_ batch: [Sample]) {
-        let newerPosition = queued.contains { $0.phase != .release }
+        let newest = batch.last?.seq == lastSeq
         let kept = batch.enumerated().filter { index, sample in
-            sample.phase == .release || (!newerPosition && index == batch.count - 1)
+            sample.phase == .release || (newest && index == batch.count - 1)
         }.map(\.element)
         queued = (kept + queued).map { sample in
             var sample = sample
