@@ -312,9 +312,10 @@ public actor RemoteSession {
     /// (the `seq` of the state that answers it, or of a later one); `nil` once the session
     /// is closed or has failed.
     ///
-    /// One request of positions goes out at a time, and a newer drag or scroll sample
-    /// replaces one still queued; a release replaces every queued position and goes out at
-    /// once, and is never dropped: a busy server is waited for, and the release sent again.
+    /// One request goes out at a time, and a newer drag or scroll sample replaces one still
+    /// queued; a release replaces every queued position and goes out at once (beside a
+    /// request of positions still out), and is never dropped: a busy server is waited for,
+    /// and the release sent again.
     /// The sample's own `seq` is not used; a `t` of `0` is stamped with the milliseconds
     /// since the session began.
     @discardableResult

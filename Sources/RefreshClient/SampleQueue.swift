@@ -1,10 +1,10 @@
 import RefreshEngine
 
 /// The rules of the page's sample queue, as a state machine its owner performs: one request
-/// of positions out at a time; a newer drag or scroll sample replaces a queued one; a release
-/// replaces every queued position (it carries its own offset) and goes out at once, in a slot
-/// of its own beside a request still out (the server applies samples by `seq`, so it may
-/// overtake), and is never dropped, not even when the server turns it away for a while; a
+/// out at a time; a newer drag or scroll sample replaces a queued one; a release replaces
+/// every queued position (it carries its own offset) and goes out at once, in a slot of its
+/// own beside a request of positions still out (the server applies samples by `seq`, so it
+/// overtakes them), and is never dropped, not even when the server turns it away for a while; a
 /// refused request stops the queue for as long as the server asked.
 ///
 /// It numbers the samples itself: `seq` strictly increases in the order samples leave, for
@@ -38,11 +38,19 @@ struct SampleQueue {
         case notNow(retryAfter: Duration)
     }
 
-    private var queued: [Sample] = []
-    /// Requests out, by id; at most one of positions and one carrying a release.
-    private var out: [Int: [Sample]] = [:]
+    /// A sample and when the app pushed it: `seq` changes when a sample is put back, the
+    /// order the app pushed samples in does not.
+    private struct Entry {
+        var sample: Sample
+        let pushed: Int
+    }
+
+    private var queued: [Entry] = []
+    /// Requests out, by id: one, or a request of positions and one carrying a release.
+    private var out: [Int: [Entry]] = [:]
     private var paused = false
     private var lastSeq = 0
+    private var lastPushed = 0
     private var lastRequest = 0
 
     /// Nothing queued and nothing out: every sample pushed was taken (or dropped with its
@@ -54,13 +62,15 @@ struct SampleQueue {
         var sample = sample
         lastSeq += 1
         sample.seq = lastSeq
+        lastPushed += 1
+        let entry = Entry(sample: sample, pushed: lastPushed)
         if sample.phase == .release {
-            queued.removeAll { $0.phase != .release }
-            queued.append(sample)
-        } else if let last = queued.last, last.phase != .release {
-            queued[queued.count - 1] = sample
+            queued.removeAll { $0.sample.phase != .release }
+            queued.append(entry)
+        } else if let last = queued.last, last.sample.phase != .release {
+            queued[queued.count - 1] = entry
         } else {
-            queued.append(sample)
+            queued.append(entry)
         }
         return (lastSeq, sendIfFree())
     }
@@ -97,32 +107,30 @@ struct SampleQueue {
     /// no release is out, else the positions' one.
     private mutating func sendIfFree() -> Action {
         guard !paused, !queued.isEmpty else { return .none }
-        let releaseOut = out.values.contains { batch in batch.contains { $0.phase == .release } }
-        let hasRelease = queued.contains { $0.phase == .release }
+        // Positions wait for everything out (a release above all: one pushed after it must not
+        // reach the server before it); a release waits only for another release.
+        let releaseOut = out.values.contains { batch in batch.contains { $0.sample.phase == .release } }
+        let hasRelease = queued.contains { $0.sample.phase == .release }
         let free = hasRelease ? !releaseOut : out.isEmpty
         guard free else { return .none }
         lastRequest += 1
-        let request = Request(id: lastRequest, samples: queued)
-        queued = []
-        out[request.id] = request.samples
-        return .send(request)
+        out[lastRequest] = queued
+        defer { queued = [] }
+        return .send(Request(id: lastRequest, samples: queued.map(\.sample)))
     }
 
-    /// First in line again: a release always; a drag or scroll sample only while it is still
-    /// the newest sample pushed (one pushed since, queued or sent, a release above all,
+    /// In line again: a release always; a drag or scroll sample only while it is still the
+    /// newest sample the app pushed (one pushed since, queued or sent, a release above all,
     /// supersedes it: a position re-sent after a release would put the finger back down).
-    /// Every sample takes a new `seq`, in line order: samples sent meanwhile may be newer
-    /// than the ones put back.
-    private mutating func putBack(_ batch: [Sample]) {
-        let newest = batch.last?.seq == lastSeq
-        let kept = batch.enumerated().filter { index, sample in
-            sample.phase == .release || (newest && index == batch.count - 1)
-        }.map(\.element)
-        queued = (kept + queued).map { sample in
-            var sample = sample
+    /// The line keeps the order the app pushed in, and every sample in it takes a new `seq`
+    /// in that order: samples sent meanwhile may be newer than the ones put back.
+    private mutating func putBack(_ batch: [Entry]) {
+        let kept = batch.filter { $0.sample.phase == .release || $0.pushed == lastPushed }
+        queued = (kept + queued).sorted { $0.pushed < $1.pushed }.map { entry in
+            var entry = entry
             lastSeq += 1
-            sample.seq = lastSeq
-            return sample
+            entry.sample.seq = lastSeq
+            return entry
         }
     }
 }
