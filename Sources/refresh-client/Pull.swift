@@ -13,7 +13,7 @@ struct Pull: AsyncParsableCommand {
             never started (a pull shorter than the preset's threshold), \(Failure.timedOutCode) \
             after --timeout.
 
-            Example: refresh-client pull --feed main --distance 120 --preset ios15
+            Example: refresh-client pull --feed main --distance 160 --preset ios15
             """)
 
     @OptionGroup var options: ServerOptions
@@ -44,7 +44,8 @@ struct Pull: AsyncParsableCommand {
             let preset = Preset(rawValue: preset) ?? .standard
             try await options.withClient { client in
                 let session = try await client.session(feed: options.feed, preset: preset, attempts: 3)
-                let threshold = await session.config.top.threshold
+                let top = await session.config.top
+                let threshold = top.enabled ? top.threshold : nil
                 let end = await Interruption.race { [distance, timeout] in
                     try await Gesture(distance: distance, threshold: threshold, timeout: timeout).perform(on: session, output)
                 }
@@ -68,7 +69,8 @@ struct Pull: AsyncParsableCommand {
 /// the refresh's progress) and ending.
 struct Gesture: Sendable {
     var distance: Double
-    var threshold: Double
+    /// The top edge's, `nil` when the preset does not refresh from the top.
+    var threshold: Double?
     var timeout: Double
 
     /// The page measures a sample about once a frame.
@@ -146,9 +148,8 @@ struct Gesture: Sendable {
                     }
                 case .graceOver:
                     guard started else {
-                        throw Failure(
-                            message: "the pull of \(Int(distance)) started no refresh (the top edge's threshold is \(Int(threshold)))",
-                            code: Failure.refusedCode)
+                        let why = threshold.map { "the top edge's threshold is \(Int($0))" } ?? "the preset does not refresh from the top"
+                        throw Failure(message: "the pull of \(Int(distance)) started no refresh (\(why))", code: Failure.refusedCode)
                     }
                 }
             }

@@ -82,6 +82,11 @@ expect_match "  ends with done" "$(tail -n1 "$WORK/out")" '^done refresh complet
 expect "a pull short of the threshold exits 1" "$(client pull --feed team.eng --distance 40)" 1
 expect "  saying so in one line" "$(cat "$WORK/err")" \
     "refresh-client: the pull of 40 started no refresh (the top edge's threshold is 80)"
+expect "a pull with a preset that never refreshes from the top exits 1" "$(client pull --preset uikit-bottom)" 1
+expect "  saying why" "$(cat "$WORK/err")" \
+    "refresh-client: the pull of 120 started no refresh (the preset does not refresh from the top)"
+expect "pull --preset ios15 --distance 160 exits 0" "$(client pull --feed team.eng --preset ios15 --distance 160)" 0
+expect_match "  ends with done" "$(tail -n1 "$WORK/out")" '^done refresh completed'
 expect "a pull that cannot end in time exits 4" "$(client pull --distance 40 --timeout 0.5)" 4
 expect "  saying so" "$(cat "$WORK/err")" "refresh-client: no refresh ended within 0.5 s"
 "$CLIENT" pull --feed team.eng --json 2>"$WORK/err" | head -n 2 >/dev/null
