@@ -2,7 +2,9 @@ import Foundation
 import HTTPTypes
 import OpenAPIRuntime
 import RefreshAPI
-import RefreshEngine
+// The engine's value types (Sample, GestureState, Preset, RefreshConfig) are this API's own: an app that
+// adds only the RefreshClient product uses them without importing the engine.
+@_exported import RefreshEngine
 
 /// A client of a swift-pull-to-refresh server, for apps on iOS, macOS and Linux: sessions
 /// whose gesture the server decides, the feeds' items, publishing.

@@ -43,6 +43,13 @@ struct SampleQueue {
     private struct Entry {
         var sample: Sample
         let pushed: Int
+
+        /// Heights are sent only when they change: a sample that takes another's place keeps
+        /// the heights it did not give itself, or the server would never learn them.
+        mutating func inherit(from replaced: Entry) {
+            sample.contentHeight = sample.contentHeight ?? replaced.sample.contentHeight
+            sample.viewportHeight = sample.viewportHeight ?? replaced.sample.viewportHeight
+        }
     }
 
     private var queued: [Entry] = []
@@ -63,11 +70,13 @@ struct SampleQueue {
         lastSeq += 1
         sample.seq = lastSeq
         lastPushed += 1
-        let entry = Entry(sample: sample, pushed: lastPushed)
+        var entry = Entry(sample: sample, pushed: lastPushed)
         if sample.phase == .release {
+            for replaced in queued where replaced.sample.phase != .release { entry.inherit(from: replaced) }
             queued.removeAll { $0.sample.phase != .release }
             queued.append(entry)
         } else if let last = queued.last, last.sample.phase != .release {
+            entry.inherit(from: last)
             queued[queued.count - 1] = entry
         } else {
             queued.append(entry)
@@ -125,8 +134,13 @@ struct SampleQueue {
     /// The line keeps the order the app pushed in, and every sample in it takes a new `seq`
     /// in that order: samples sent meanwhile may be newer than the ones put back.
     private mutating func putBack(_ batch: [Entry]) {
-        let kept = batch.filter { $0.sample.phase == .release || $0.pushed == lastPushed }
-        queued = (kept + queued).sorted { $0.pushed < $1.pushed }.map { entry in
+        let newest = lastPushed
+        let keeps = { (entry: Entry) in entry.sample.phase == .release || entry.pushed == newest }
+        var line = (batch.filter(keeps) + queued).sorted { $0.pushed < $1.pushed }
+        for dropped in batch where !keeps(dropped) {
+            if let next = line.firstIndex(where: { $0.pushed > dropped.pushed }) { line[next].inherit(from: dropped) }
+        }
+        queued = line.map { entry in
             var entry = entry
             lastSeq += 1
             entry.sample.seq = lastSeq

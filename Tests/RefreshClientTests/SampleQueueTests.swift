@@ -200,6 +200,25 @@ import Testing
         }
     }
 
+    /// Heights are sent only when they change, so a sample that takes another's place (a
+    /// newer position, a release, the one after a refused position) keeps the heights it did
+    /// not give itself.
+    @Test func aSampleThatTakesAnothersPlaceKeepsItsHeights() {
+        var queue = SampleQueue()
+        #expect(queue.samplePushed(Sample(seq: 0, y: -10)).action == Self.send(1, Sample(seq: 1, y: -10)))
+        _ = queue.samplePushed(Sample(seq: 0, y: -20, contentHeight: 2000, viewportHeight: 800))
+        _ = queue.samplePushed(Sample(seq: 0, y: -30))
+        #expect(queue.requestFinished(1, .taken) == Self.send(2, Sample(seq: 3, y: -30, contentHeight: 2000, viewportHeight: 800)))
+        _ = queue.samplePushed(Sample(seq: 0, y: -40, contentHeight: 2100))
+        #expect(
+            queue.samplePushed(Sample(seq: 0, y: -40, phase: .release)).action
+                == Self.send(3, Sample(seq: 5, y: -40, phase: .release, contentHeight: 2100)))
+        _ = queue.samplePushed(Sample(seq: 0, y: -50))
+        #expect(queue.requestFinished(2, .notNow(retryAfter: Self.wait)) == .pause(Self.wait))
+        #expect(queue.requestFinished(3, .taken) == .none)
+        #expect(queue.pauseEnded() == Self.send(4, Sample(seq: 7, y: -50, contentHeight: 2000, viewportHeight: 800)))
+    }
+
     /// Random walks, each checked against the rules: a request of positions only when none
     /// is out, a request with a release only beside a request of positions; nothing sent during a
     /// pause; `seq` strictly increasing in the order samples leave; a queued position
