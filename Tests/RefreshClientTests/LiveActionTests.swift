@@ -126,4 +126,47 @@ import Testing
         await proxy.close()
         try await second?.stop()
     }
+
+    /// A stream the server is too busy for (`200`, a `retry:` and the end) is asked again
+    /// after that `retry:`, not the second a failure waits, and not sooner; the reader hears
+    /// nothing of it, and gets in once a stream closes. Its first page, which the server had
+    /// no room to answer with, comes through the stream then.
+    @Test func anOverloadedStreamComesBackAfterTheServersRetry() async throws {
+        let configuration = LiveServer.configuration { $0.maxStreamsPerClient = 1 }
+        try await LiveServer.run(configuration) { server in
+            try await LiveSessionTests.withProxy(to: server) { proxy in
+                let holder = try await server.client().session()
+                let holding = EventRecorder(holder)
+                let holderID = await holder.id
+                try await eventually(5, "the first stream to open") { try await server.openStreams(holderID) == 1 }
+
+                let session = try await LiveSessionTests.client(proxy).session()
+                let id = await session.id
+                let events = EventRecorder(session)
+                try await eventually(5, "a refused stream") { proxy.streams.count >= 1 }
+                let clock = ContinuousClock()
+                let start = clock.now
+                let before = proxy.streams.count
+                try await Task.sleep(for: .milliseconds(1500))
+                let asked = proxy.streams.count - before
+                let elapsed = clock.now - start
+                // Told between 40 and 120 ms: several times a second (a failure's backoff of
+                // a second, then two, would ask twice at most), never in a loop.
+                #expect(asked >= 4 && asked <= 45, "\(asked) stream requests in \(elapsed)")
+                #expect(try await server.openStreams(id) == 0)
+                #expect(events.ended == nil, "the reader is not told of a busy server")
+                #expect(events.events.isEmpty, "no first page without room for the stream")
+
+                holding.cancel()
+                try await eventually(5, "the stream to get in") { try await server.openStreams(id) == 1 }
+                let page = try await events.next("the first page, through the stream") { $0.items != nil }.items!
+                #expect(page.operation == .append && !page.items.isEmpty && page.head != nil)
+                await session.post(LiveSessionTests.drag(-30))
+                try await events.next("a state on the stream") { $0.gestureState?.phase == .pulling }
+                events.cancel()
+                await session.close()
+                await holder.close()
+            }
+        }
+    }
 }
