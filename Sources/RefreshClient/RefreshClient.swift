@@ -50,8 +50,12 @@ public struct RefreshClient: Sendable {
         feed: String = "main", preset: Preset = .standard, config: RefreshConfig.Overrides? = nil, attempts: Int = 5
     ) async throws -> RemoteSession {
         let request = SessionRequest(feed: feed, preset: preset, overrides: config)
-        let session = try await create(request, resume: nil, attempts: attempts)
-        return try RemoteSession(client: self, request: request, created: session)
+        let created = try await create(request, resume: nil, attempts: attempts)
+        let session = try RemoteSession(client: self, request: request, created: created)
+        // Without room for its stream the server answers without the first page: a load-more
+        // brings it through the stream once the stream is taken up.
+        if created.firstPage == nil { _ = try? await session.loadMore() }
+        return session
     }
 
     /// A page of `feed`, newest first: below the item `before`, or the newest `limit` above

@@ -295,7 +295,12 @@ public actor RemoteSession {
         let resumed = created.resumed ?? false
         if !resumed { shows = Shows() }
         emit(.replaced(resumed: resumed))
-        if let page = created.firstPage { emit(.items(ItemsUpdate(firstPage: page))) }
+        if let page = created.firstPage {
+            emit(.items(ItemsUpdate(firstPage: page)))
+        } else if !resumed {
+            // No room for its stream: its first page comes by a load-more, as a new session's.
+            Task { _ = try? await self.loadMore() }
+        }
     }
 
     private func fail(_ error: RefreshError) {
