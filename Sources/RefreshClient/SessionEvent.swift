@@ -47,7 +47,9 @@ public struct ItemsUpdate: Sendable, Equatable {
         case append
     }
 
-    /// The action that brought them; `nil` for a first page and for live items.
+    /// The action that brought them; `nil` for a first page and for live items (a first page
+    /// the server could not answer with the session, when it had no room for its stream yet,
+    /// comes by a load-more, with its id).
     public var actionID: String?
     public var operation: Operation
     public var items: [FeedItem]
