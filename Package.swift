@@ -206,6 +206,17 @@ let package = Package(
                 server("JWTKit", "jwt-kit"),
             ]
         ),
+        // The client's scroll-view helpers and the documentation's model, without a server:
+        // nothing of it is built for them.
+        .testTarget(
+            name: "RefreshClientPlatformTests",
+            dependencies: [
+                "RefreshClient",
+                "RefreshEngine",
+                client("OpenAPIRuntime", "swift-openapi-runtime"),
+                client("HTTPTypes", "swift-http-types"),
+            ]
+        ),
         // The client against a live server on an ephemeral port.
         .testTarget(
             name: "RefreshClientTests",
