@@ -55,7 +55,9 @@ SWIFT
 cd "$app"
 # The generated code's own warnings (unused imports it declares on purpose) are not news here.
 swift build -q >"$app/build.log" 2>&1 || { cat "$app/build.log" >&2; exit 1; }
-# A real server on an ephemeral port, its store in a fresh SQLite file.
+# A real server on an ephemeral port, its store in a fresh SQLite file. (Its log exists before
+# it starts, so the address is never looked for in a file not there yet.)
+: >"$app/server.log"
 "$BIN" --port 0 --public "$ROOT/Public" --database "$app/feed.sqlite" >"$app/server.log" 2>&1 &
 server=$!
 base=""
