@@ -10,6 +10,14 @@ func server(_ product: String, _ package: String) -> Target.Dependency {
     .product(name: product, package: package, condition: .when(traits: ["Server"]))
 }
 
+/// A dependency of the client's targets: only resolved with the `Client` trait (on by default,
+/// and with `Server`, whose tool and tests use the client). SwiftPM resolves every package a
+/// dependency's manifest uses under its enabled traits, whichever products an app takes: an
+/// unconditional one here would reach an app that embeds only the engine.
+func client(_ product: String, _ package: String) -> Target.Dependency {
+    .product(name: product, package: package, condition: .when(traits: ["Client"]))
+}
+
 let package = Package(
     name: "swift-pull-to-refresh",
     // iOS 18, tvOS 18, visionOS 2: RefreshClient and the engine, for apps (Mutex needs them).
@@ -22,7 +30,12 @@ let package = Package(
         .executable(name: "refresh-client", targets: ["refresh-client"]),
     ],
     traits: [
-        .trait(name: "Server", description: "The HTTP server, its store and its tools; off, only RefreshEngine builds."),
+        .trait(
+            name: "Server",
+            description: "The HTTP server, its store and its tools; off, only RefreshEngine (and with Client, RefreshClient) builds.",
+            enabledTraits: ["Client"]
+        ),
+        .trait(name: "Client", description: "RefreshClient and its OpenAPI runtime; an app adding only the client enables this one."),
         .default(enabledTraits: ["Server"]),
     ],
     dependencies: [
@@ -44,7 +57,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         // RefreshClient's one dependency (with swift-http-types, its own): an app adding the
-        // client resolves these two and nothing of the server.
+        // client with the `Client` trait alone resolves these two and nothing of the server.
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
     ],
@@ -146,7 +159,7 @@ let package = Package(
         // RefreshClient's hand-written API is what an app sees.
         .target(
             name: "RefreshAPI",
-            dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
+            dependencies: [client("OpenAPIRuntime", "swift-openapi-runtime")],
             exclude: ["openapi-generator-config.yaml"]
         ),
         // The Swift client for apps: sessions, the sample queue, typed events that reconnect and
@@ -157,7 +170,7 @@ let package = Package(
             dependencies: [
                 "RefreshAPI",
                 "RefreshEngine",
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                client("OpenAPIRuntime", "swift-openapi-runtime"),
             ]
         ),
         // The command-line tool on the client: publish, tail, pull.
@@ -191,6 +204,17 @@ let package = Package(
                 server("GRDB", "GRDB.swift"),
                 // Mints the tokens the server is tested with.
                 server("JWTKit", "jwt-kit"),
+            ]
+        ),
+        // The client's scroll-view helpers and the documentation's model, without a server:
+        // nothing of it is built for them.
+        .testTarget(
+            name: "RefreshClientPlatformTests",
+            dependencies: [
+                "RefreshClient",
+                "RefreshEngine",
+                client("OpenAPIRuntime", "swift-openapi-runtime"),
+                client("HTTPTypes", "swift-http-types"),
             ]
         ),
         // The client against a live server on an ephemeral port.

@@ -23,6 +23,7 @@ public struct RefreshClient: Sendable {
 
     /// - Parameters:
     ///   - serverURL: where the server answers (its `/api/…` paths are below it).
+    ///   - transport: the app's HTTP client (URLSession, AsyncHTTPClient): the app chooses it.
     ///   - token: a JWT of the application's login, sent as `Authorization: Bearer`; needed
     ///     for feeds that are not public and for publishing where the server asks for it.
     public init(serverURL: URL, transport: any ClientTransport, token: String? = nil) {
@@ -30,8 +31,11 @@ public struct RefreshClient: Sendable {
         self.init(serverURL: serverURL, transport: transport, tokenProvider: provider)
     }
 
-    /// - Parameter tokenProvider: asked before every request: a renewed token is used from the
-    ///   next request on, the next stream of a session whose token expired among them.
+    /// - Parameters:
+    ///   - serverURL: where the server answers (its `/api/…` paths are below it).
+    ///   - transport: the app's HTTP client (URLSession, AsyncHTTPClient): the app chooses it.
+    ///   - tokenProvider: asked before every request: a renewed token is used from the next
+    ///     request on, the next stream of a session whose token expired among them.
     public init(serverURL: URL, transport: any ClientTransport, tokenProvider: (@Sendable () async throws -> String?)?) {
         self.serverURL = serverURL
         var middlewares: [any ClientMiddleware] = [ErrorMiddleware()]
