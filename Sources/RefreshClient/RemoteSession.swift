@@ -371,7 +371,7 @@ public actor RemoteSession {
             let generation = generation
             Task {
                 try? await Task.sleep(for: wait)
-                await self.pauseEnded(generation: generation)
+                self.pauseEnded(generation: generation)
             }
         case .none:
             if queue.isEmpty { resumeFlushed() }
