@@ -24,12 +24,6 @@ public enum SessionEvent: Sendable, Equatable {
     case replaced(resumed: Bool)
 }
 
-/// Which action an event concerns.
-public enum ActionKind: String, Sendable, Equatable {
-    case refresh
-    case loadMore
-}
-
 public struct ActionProgress: Sendable, Equatable {
     public var actionID: String
     public var kind: ActionKind
