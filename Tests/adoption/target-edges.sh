@@ -23,6 +23,10 @@ import json
 import sys
 
 HTTP_SERVING = ["Hummingbird", "HummingbirdCore", "HummingbirdTesting", "HTTPTypes", "NIOHTTPTypesHTTP1", "NIOHTTPTypes"]
+SERVER_SIDE = [
+    "RefreshJSON", "RefreshFeed", "RefreshHTTP", "RefreshServer", "Hummingbird", "HummingbirdCore", "GRDB", "PostgresNIO",
+    "JWTKit", "Metrics", "Prometheus", "Configuration", "CompressNIO",
+]
 FORBIDDEN = {
     "RefreshEngine": ["*"],
     "RefreshJSON": ["RefreshEngine", "RefreshFeed", "RefreshHTTP", "RefreshServer", *HTTP_SERVING],
@@ -33,6 +37,10 @@ FORBIDDEN = {
         "ServiceLifecycle", "GRDB", "PostgresNIO", "AsyncHTTPClient",
     ],
     "refresh-bench": ["RefreshEngine", "RefreshJSON", "RefreshFeed", "RefreshHTTP", "RefreshServer"],
+    # The Swift client for apps, its typed API and its tool: no server target, no server library.
+    "RefreshAPI": SERVER_SIDE,
+    "RefreshClient": SERVER_SIDE,
+    "refresh-client": SERVER_SIDE,
     "RefreshFeedTests": ["RefreshEngine", "RefreshHTTP", "RefreshServer", *HTTP_SERVING],
     "RefreshHTTPTests": ["RefreshEngine", "RefreshJSON", "RefreshFeed", "RefreshServer", "Hummingbird", "HummingbirdCore"],
 }
