@@ -9,7 +9,7 @@ struct Output: Sendable {
     var json: Bool
 
     func item(_ item: FeedItem) throws(OutputClosed) {
-        try write(ItemLine(item))
+        try write(item)
     }
 
     func event(_ event: SessionEvent) throws(OutputClosed) {
@@ -85,24 +85,6 @@ struct OutputClosed: Error {}
 // The JSON lines: the server's event names and field names, so that a line reads like the
 // event the stream carried.
 
-private struct ItemLine: Encodable {
-    var id: String
-    var title: String
-    var summary: String?
-    var link: String?
-    var author: String?
-    var published: Date
-
-    init(_ item: FeedItem) {
-        id = item.id
-        title = item.title
-        summary = item.summary
-        link = item.link
-        author = item.author
-        published = item.published
-    }
-}
-
 private struct StateLine: Encodable {
     var event = "state"
     var phase: String
@@ -147,14 +129,14 @@ private struct ItemsLine: Encodable {
     var event = "items"
     var actionId: String?
     var op: String
-    var items: [ItemLine]
+    var items: [FeedItem]
     var hasMore: Bool
     var head: Int?
 
     init(_ update: ItemsUpdate) {
         actionId = update.actionID
         op = update.operation.rawValue
-        items = update.items.map(ItemLine.init)
+        items = update.items
         hasMore = update.hasMore
         head = update.head
     }
