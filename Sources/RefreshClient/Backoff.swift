@@ -1,16 +1,18 @@
-/// How long to wait before asking again, as the page waits: what the server asked for, else a
-/// backoff that doubles from one second, capped at 25 s, plus up to a fifth more at random
-/// (at least a quarter second's worth), so that the clients a busy server turned away in one
-/// instant do not all come back in one instant.
+/// How long to wait before asking again: what the server asked for (up to five minutes, so
+/// a mistaken `Retry-After` does not silence a client for good), else a backoff that doubles
+/// from one second up to 25 s; plus up to a fifth more at random (at least a quarter second's
+/// worth), so that the clients a busy server turned away in one instant do not all come back
+/// in one instant.
 struct Backoff {
     static let first = Duration.seconds(1)
     static let longest = Duration.seconds(25)
+    static let longestAsked = Duration.seconds(300)
 
     private(set) var next = Backoff.first
 
     /// The wait for this failure; the next one without a `Retry-After` waits twice as long.
     mutating func delay(retryAfter: Duration? = nil) -> Duration {
-        let base = min(retryAfter ?? next, Self.longest)
+        let base = retryAfter.map { min($0, Self.longestAsked) } ?? next
         next = min(next * 2, Self.longest)
         return Self.jittered(base)
     }

@@ -21,8 +21,10 @@ public struct FeedItem: Sendable, Hashable, Identifiable, Codable {
     }
 }
 
-/// An item to publish. The server gives one without `id` an id of its own, and one without
-/// `published` the time it is stored; one with an id the feed has replaces it.
+/// An item to publish. One without `published` is given the time it is stored; one with an
+/// id the feed has replaces it. One without `id` is given one: by ``RefreshClient/publish(_:to:attempts:)``
+/// before its first attempt (so that a retry stores it once), by the server when it is
+/// published with a single attempt.
 public struct NewItem: Sendable, Hashable, Codable {
     public var id: String?
     public var title: String
@@ -46,4 +48,9 @@ public struct ItemPage: Sendable, Hashable {
     public var items: [FeedItem]
     /// Older items remain below the page.
     public var hasMore: Bool
+
+    public init(items: [FeedItem], hasMore: Bool) {
+        self.items = items
+        self.hasMore = hasMore
+    }
 }

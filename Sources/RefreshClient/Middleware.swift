@@ -83,5 +83,13 @@ func calling<Output>(_ operation: () async throws -> Output) async throws -> Out
             throw RefreshError(status: error.response?.status.code ?? 0, code: "undecodable", message: "\(error.underlyingError)")
         }
         throw RefreshError.unreachable(error.underlyingError)
+    } catch let error as RefreshError {
+        throw error
+    } catch is CancellationError {
+        throw CancellationError()
+    } catch {
+        // The generated accessors (`.ok`, `.created`…) throw the runtime's own error for a
+        // status the operation does not expect (a redirect not followed, a proxy's answer).
+        throw RefreshError(status: 0, code: "unexpected_answer", message: "\(error)")
     }
 }

@@ -34,7 +34,9 @@ public struct RefreshClient: Sendable {
     /// - Parameters:
     ///   - serverURL: where the server answers (its `/api/…` paths are below it).
     ///   - transport: the app's HTTP client (URLSession, AsyncHTTPClient): the app chooses it.
-    ///   - tokenProvider: asked before every request: a renewed token is used from the next
+    ///   - tokenProvider: asked before every request that carries the token (those of a
+    ///     feed: a session's creation and stream, reads, publishes; not a session's samples
+    ///     and actions, which go by its id): a renewed token is used from the next such
     ///     request on, the next stream of a session whose token expired among them.
     public init(serverURL: URL, transport: any ClientTransport, tokenProvider: (@Sendable () async throws -> String?)?) {
         self.serverURL = serverURL
@@ -58,7 +60,14 @@ public struct RefreshClient: Sendable {
         let session = try RemoteSession(client: self, request: request, created: created)
         // Without room for its stream the server answers without the first page: a load-more
         // brings it through the stream once the stream is taken up.
-        if created.firstPage == nil { _ = try? await session.loadMore() }
+        if created.firstPage == nil {
+            do {
+                _ = try await session.loadMore()
+            } catch {
+                await session.close()
+                throw error
+            }
+        }
         return session
     }
 

@@ -9,8 +9,8 @@ public struct RefreshError: Error, Sendable, Equatable, CustomStringConvertible 
     public var message: String
     /// What the server asked for in `Retry-After`, when it did.
     public var retryAfter: Duration?
-    /// A failed publish's item ids (the server's own for items sent without one): a retry
-    /// with them stores each item once.
+    /// A failed publish's item ids, as the server names them in its `503`: a retry with them
+    /// stores each item once.
     public var ids: [String]
 
     public init(status: Int, code: String, message: String, retryAfter: Duration? = nil, ids: [String] = []) {
@@ -41,9 +41,5 @@ public struct RefreshError: Error, Sendable, Equatable, CustomStringConvertible 
 
     static func unreachable(_ error: any Error) -> Self {
         Self(status: 0, code: "unreachable", message: "the server cannot be reached: \(error)")
-    }
-
-    static func unexpected(status: Int, operation: String) -> Self {
-        Self(status: status, code: "unexpected_status", message: "\(operation) answered \(status), which it never should")
     }
 }

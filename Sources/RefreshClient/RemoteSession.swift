@@ -2,6 +2,7 @@ import Foundation
 import OpenAPIRuntime
 import RefreshAPI
 import RefreshEngine
+import Synchronization
 
 /// One list's session on the server: post the scroll view's offsets, read what to draw from
 /// ``events``, ask for a refresh or a load-more.
@@ -20,8 +21,10 @@ public actor RemoteSession {
     /// The newest gesture state the stream brought.
     public private(set) var state: GestureState
 
-    /// A stream that brings no byte for this long (three of the server's keepalives) is taken
-    /// for dead: a phone that changed networks can leave a socket that never says so.
+    /// A stream that brings no byte for this long (three of the server's keepalives, 15 s by
+    /// default) is taken for dead: a phone that changed networks can leave a socket that
+    /// never says so. (Under a server whose `--keepalive` is longer, an idle stream is reopened
+    /// this often: a cost, not a loss, as the new one replays from `Last-Event-ID`.)
     static let silenceLimit = Duration.seconds(45)
 
     private let client: RefreshClient
@@ -48,6 +51,9 @@ public actor RemoteSession {
     private var outbox: [SessionEvent] = []
     /// Which reader `listener` is: only the newest reader's stream hands events on.
     private var readers = 0
+    /// Numbers readers as their iterators are made, so that the newest one wins however their
+    /// tasks come to attach.
+    private nonisolated let readerNumbers = Mutex(0)
     private var closed = false
 
     init(client: RefreshClient, request: RefreshClient.SessionRequest, created: Components.Schemas.Session) throws {
@@ -74,7 +80,8 @@ public actor RemoteSession {
     ///
     /// One reader at a time: a second one takes the stream over, and the first one's
     /// sequence ends (as after ``close()``). Events that come while no one reads wait for the
-    /// next reader.
+    /// next reader; those already handed to a reader that stops reading (a `break` out of its
+    /// loop) went with it.
     public nonisolated var events: SessionEvents { SessionEvents(session: self) }
 
     private struct Target {
@@ -95,8 +102,15 @@ public actor RemoteSession {
     /// The stream brought nothing for ``silenceLimit``.
     private struct Silent: Error {}
 
-    nonisolated func listen(_ continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation) async {
-        guard let reader = await attach(continuation) else { return }
+    nonisolated func nextReader() -> Int {
+        readerNumbers.withLock { number in
+            number += 1
+            return number
+        }
+    }
+
+    nonisolated func listen(_ continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation, reader: Int) async {
+        guard await attach(continuation, reader: reader) else { return }
         var backoff = Backoff()
         // A 401 is asked again once: an app's token provider may have renewed the token just
         // after the server closed the stream in the last minute of the old one.
@@ -205,18 +219,23 @@ public actor RemoteSession {
         }
     }
 
-    private func attach(_ continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation) -> Int? {
+    private func attach(_ continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation, reader: Int) -> Bool {
         guard !closed else {
             continuation.finish(throwing: failure)
-            return nil
+            return false
+        }
+        // A reader made before the one reading now comes too late: it ends at once.
+        guard reader > readers else {
+            continuation.finish()
+            return false
         }
         listener?.finish()
         listener = continuation
-        readers += 1
+        readers = reader
         let waiting = outbox
         outbox = []
         for event in waiting { hand(event) }
-        return readers
+        return true
     }
 
     /// A reader ended: what comes next waits in the outbox for the next reader.
@@ -525,7 +544,8 @@ public struct SessionEvents: AsyncSequence, Sendable {
         // Unbounded: the server already coalesces superseded states and news for a slow
         // reader, and what remains (progress, items, done) must not be dropped.
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: SessionEvent.self)
-        let task = Task { [session] in await session.listen(continuation) }
+        let reader = session.nextReader()
+        let task = Task { [session] in await session.listen(continuation, reader: reader) }
         continuation.onTermination = { _ in task.cancel() }
         return stream.makeAsyncIterator()
     }

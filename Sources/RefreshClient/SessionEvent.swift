@@ -33,6 +33,14 @@ public struct ActionProgress: Sendable, Equatable {
     public var stage: String
     /// A sentence for people.
     public var message: String
+
+    public init(actionID: String, kind: ActionKind, fraction: Double, stage: String, message: String) {
+        self.actionID = actionID
+        self.kind = kind
+        self.fraction = fraction
+        self.stage = stage
+        self.message = message
+    }
 }
 
 public struct ItemsUpdate: Sendable, Equatable {
@@ -52,6 +60,14 @@ public struct ItemsUpdate: Sendable, Equatable {
     /// The feed position the list is now up to date with, when these items bring it up to
     /// date (a first page, a refresh, live items).
     public var head: Int?
+
+    public init(actionID: String?, operation: Operation, items: [FeedItem], hasMore: Bool, head: Int?) {
+        self.actionID = actionID
+        self.operation = operation
+        self.items = items
+        self.hasMore = hasMore
+        self.head = head
+    }
 }
 
 public struct ActionResult: Sendable, Equatable {
@@ -68,6 +84,14 @@ public struct ActionResult: Sendable, Equatable {
     public var added: Int
     /// Why it failed or was cancelled.
     public var error: String?
+
+    public init(actionID: String, kind: ActionKind, outcome: Outcome, added: Int, error: String? = nil) {
+        self.actionID = actionID
+        self.kind = kind
+        self.outcome = outcome
+        self.added = added
+        self.error = error
+    }
 }
 
 public struct News: Sendable, Equatable {
@@ -78,4 +102,12 @@ public struct News: Sendable, Equatable {
     public var newestPublished: Date
     /// The feed's position after them.
     public var head: Int
+
+    public init(count: Int, newestID: String, newestTitle: String, newestPublished: Date, head: Int) {
+        self.count = count
+        self.newestID = newestID
+        self.newestTitle = newestTitle
+        self.newestPublished = newestPublished
+        self.head = head
+    }
 }

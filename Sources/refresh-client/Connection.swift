@@ -99,6 +99,10 @@ extension AsyncParsableCommand {
     /// Runs a command's work: a ``Failure`` is printed as one line on standard error and ends
     /// the program with its status.
     func reporting(_ work: () async throws -> Void) async throws {
+        // A closed standard output (`| head`) is then an error a write reports, which ends the
+        // command quietly after closing its session, on every system (NIO ignores SIGPIPE
+        // process-wide only on Linux).
+        signal(SIGPIPE, SIG_IGN)
         do {
             try await work()
         } catch let failure as Failure {

@@ -82,8 +82,8 @@ struct Output: Sendable {
 /// a program killed by `SIGPIPE` would, but having closed its session.
 struct OutputClosed: Error {}
 
-// The JSON lines: the server's event names and field names, so that a line reads like the
-// event the stream carried.
+// The JSON lines: one object per event, named as the stream names it, with the client's
+// fields (a `news` line's newest item flattened, times to the second).
 
 private struct StateLine: Encodable {
     var event = "state"

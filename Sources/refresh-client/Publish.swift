@@ -26,7 +26,7 @@ struct Publish: AsyncParsableCommand {
     @Option(help: "Who wrote it.")
     var author: String?
 
-    @Option(help: "The item's id; the server makes one when it is left out.")
+    @Option(help: "The item's id; one is made when it is left out (and kept if the publish is retried).")
     var id: String?
 
     func run() async throws {

@@ -43,13 +43,15 @@ struct Pull: AsyncParsableCommand {
             let output = Output(json: json)
             let preset = Preset(rawValue: preset) ?? .standard
             try await options.withClient { client in
-                let session = try await client.session(feed: options.feed, preset: preset, attempts: 3)
-                let top = await session.config.top
-                let threshold = top.enabled ? top.threshold : nil
-                let end = await Interruption.race { [distance, timeout] in
-                    try await Gesture(distance: distance, threshold: threshold, timeout: timeout).perform(on: session, output)
+                let opened = Opened()
+                let end = await Interruption.race { [distance, timeout, feed = options.feed] in
+                    let session = try await client.session(feed: feed, preset: preset, attempts: 3)
+                    await opened.hold(session)
+                    let top = await session.config.top
+                    let threshold = top.enabled ? top.threshold : nil
+                    return try await Gesture(distance: distance, threshold: threshold, timeout: timeout).perform(on: session, output)
                 }
-                await session.close()
+                await opened.close()
                 switch end {
                 case .finished(.success(let result)) where result.outcome == .completed:
                     break
@@ -66,7 +68,7 @@ struct Pull: AsyncParsableCommand {
 }
 
 /// The scripted pull and what it waits for: a refresh seen starting (a `refreshing` state or
-/// the refresh's progress) and ending.
+/// the refresh's progress) and ending; or, by the state that answers the release, none.
 struct Gesture: Sendable {
     var distance: Double
     /// The top edge's, `nil` when the preset does not refresh from the top.
@@ -76,8 +78,6 @@ struct Gesture: Sendable {
     /// The page measures a sample about once a frame.
     static let frame = 16.0
     static let step = 10.0
-    /// How long after the server took the last sample a refresh may take to show.
-    static let grace = Duration.seconds(2)
 
     /// Down in steps to -distance, the release there, then back to 0 on its own.
     var samples: [Sample] {
@@ -96,8 +96,8 @@ struct Gesture: Sendable {
 
     private enum Signal: Sendable {
         case event(SessionEvent)
-        /// The server took every sample a while ago.
-        case graceOver
+        /// The release went into the queue with this `seq`.
+        case released(Int)
     }
 
     func perform(on session: RemoteSession, _ output: Output) async throws -> ActionResult {
@@ -113,12 +113,10 @@ struct Gesture: Sendable {
             }
             group.addTask {
                 for sample in samples {
-                    await session.post(sample)
+                    let seq = await session.post(sample)
+                    if sample.phase == .release, let seq { continuation.yield(.released(seq)) }
                     try await Task.sleep(for: .milliseconds(Self.frame))
                 }
-                await session.flush()
-                try await Task.sleep(for: Self.grace)
-                continuation.yield(.graceOver)
             }
             group.addTask {
                 try await Task.sleep(for: .seconds(timeout))
@@ -127,8 +125,18 @@ struct Gesture: Sendable {
             defer { group.cancelAll() }
             var started = false
             var firstPage = true
+            var released: Int?
+            var newest: GestureState?
+            // The state that answers the release (or a later one) shows whether it refreshes:
+            // past the threshold it does at once (`refreshing`, or its progress before it).
+            func noRefresh() -> Bool {
+                guard !started, let released, let newest, let seq = newest.seq else { return false }
+                return seq >= released && newest.phase != .refreshing
+            }
             for try await signal in signals {
                 switch signal {
+                case .released(let seq):
+                    released = seq
                 case .event(let event):
                     if case .items(let update) = event, update.actionID == nil, firstPage {
                         // What the list showed before the pull.
@@ -137,8 +145,9 @@ struct Gesture: Sendable {
                     }
                     try output.event(event)
                     switch event {
-                    case .state(let state) where state.phase == .refreshing:
-                        started = true
+                    case .state(let state):
+                        newest = state
+                        if state.phase == .refreshing { started = true }
                     case .progress(let progress) where progress.kind == .refresh:
                         started = true
                     case .done(let result) where result.kind == .refresh:
@@ -146,11 +155,10 @@ struct Gesture: Sendable {
                     default:
                         break
                     }
-                case .graceOver:
-                    guard started else {
-                        let why = threshold.map { "the top edge's threshold is \(Int($0))" } ?? "the preset does not refresh from the top"
-                        throw Failure(message: "the pull of \(Int(distance)) started no refresh (\(why))", code: Failure.refusedCode)
-                    }
+                }
+                if noRefresh() {
+                    let why = threshold.map { "the top edge's threshold is \(Int($0))" } ?? "the preset does not refresh from the top"
+                    throw Failure(message: "the pull of \(Int(distance)) started no refresh (\(why))", code: Failure.refusedCode)
                 }
             }
             throw CancellationError()

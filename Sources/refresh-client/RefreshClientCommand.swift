@@ -14,7 +14,8 @@ struct RefreshClientCommand: AsyncParsableCommand {
             Exit status: 0 on success; 1 when the server refused the request (its message \
             goes to standard error) or the refresh failed; 64 for a mistake on the command \
             line; \(Failure.unreachableCode) when the server cannot be reached; \
-            \(Failure.timedOutCode) when `pull` timed out.
+            \(Failure.timedOutCode) when `pull` timed out; 130 or 143 when `tail` or `pull` was \
+            interrupted (SIGINT, SIGTERM) and closed its session.
             """,
         subcommands: [Publish.self, Tail.self, Pull.self]
     )

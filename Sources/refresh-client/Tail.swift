@@ -31,9 +31,13 @@ struct Tail: AsyncParsableCommand {
         try await reporting {
             let output = Output(json: json)
             try await options.withClient { client in
-                let session = try await client.session(feed: options.feed, config: .init(news: .live), attempts: 3)
-                let end = await Interruption.race { [count] in try await Self.follow(session, output, count: count) }
-                await session.close()
+                let opened = Opened()
+                let end = await Interruption.race { [count, feed = options.feed] in
+                    let session = try await client.session(feed: feed, config: .init(news: .live), attempts: 3)
+                    await opened.hold(session)
+                    try await Self.follow(session, output, count: count)
+                }
+                await opened.close()
                 switch end {
                 case .finished(.success): break
                 case .finished(.failure(let error)): throw error
@@ -65,8 +69,18 @@ struct Tail: AsyncParsableCommand {
     }
 }
 
+/// The session a command opened inside ``Interruption/race(_:)``, for closing it whichever
+/// way the race ended (an interruption may come before the session exists).
+actor Opened {
+    private(set) var session: RemoteSession?
+
+    func hold(_ session: RemoteSession) { self.session = session }
+
+    func close() async { await session?.close() }
+}
+
 /// Ends a command's work on SIGINT or SIGTERM, so that it can close its session before the
-/// program ends.
+/// program ends; once the race is over, a second signal ends the program at once.
 enum Interruption {
     enum End<Value: Sendable>: Sendable {
         case finished(Result<Value, any Error>)
@@ -101,6 +115,7 @@ enum Interruption {
             }
             continuation.onTermination = { _ in
                 for source in sources { source.cancel() }
+                for number in [SIGINT, SIGTERM] { signal(number, SIG_DFL) }
             }
         }
     }

@@ -85,8 +85,10 @@ import Testing
             // The ask does not stop the doubling for the next failure without one.
             let next = Self.seconds(backoff.delay())
             #expect(next >= 2 && next < 2.4)
-            let capped = Self.seconds(backoff.delay(retryAfter: .seconds(600)))
-            #expect(capped >= 25 && capped < 30)
+            let minute = Self.seconds(backoff.delay(retryAfter: .seconds(60)))
+            #expect(minute >= 60 && minute < 72, "a minute asked is a minute waited")
+            let capped = Self.seconds(backoff.delay(retryAfter: .seconds(6000)))
+            #expect(capped >= 300 && capped < 360)
             let none = Self.seconds(backoff.delay(retryAfter: .zero))
             #expect(none >= 0 && none < 0.25, "a zero ask still spreads the clients out")
         }

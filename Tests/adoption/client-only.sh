@@ -12,7 +12,7 @@ if [ ! -x "$BIN" ]; then
 fi
 app=$(mktemp -d /tmp/ptr-client-only.XXXXXX)
 server=""
-trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$app"' EXIT
+trap '[ -n "$server" ] && { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; }; rm -rf "$app"' EXIT
 mkdir -p "$app/Sources/ClientDemo"
 cat >"$app/Package.swift" <<SWIFT
 // swift-tools-version: 6.2

@@ -2,7 +2,7 @@
 import RefreshEngine
 import SwiftUI
 
-@available(iOS 18, macOS 15, tvOS 18, visionOS 2, watchOS 11, *)
+@available(iOS 18, macOS 15, tvOS 18, visionOS 2, *)
 extension View {
     /// Posts this scroll view's offsets to `session`, from `onScrollGeometryChange` and
     /// `onScrollPhaseChange`: a drag while a finger is on the list, the release when it lifts,
@@ -13,7 +13,7 @@ extension View {
     }
 }
 
-@available(iOS 18, macOS 15, tvOS 18, visionOS 2, watchOS 11, *)
+@available(iOS 18, macOS 15, tvOS 18, visionOS 2, *)
 struct ScrollSampling: ViewModifier {
     let session: RemoteSession?
     @State private var sampler = ScrollSampler()
