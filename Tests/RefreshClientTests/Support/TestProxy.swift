@@ -68,6 +68,17 @@ final class TestProxy: Sendable {
         return open.count
     }
 
+    /// Closes every open connection, the client's idle pooled ones too (a request kept from
+    /// the server must not find one); answers how many.
+    @discardableResult
+    func cutAll() -> Int {
+        let open = shared.state.withLock { state in state.connections.filter(\.open) }
+        for connection in open {
+            connection.client.close(promise: nil)
+        }
+        return open.count
+    }
+
     /// The next `times` requests whose request line satisfies `match` are answered by the
     /// proxy (and their connection closed) instead of reaching the server.
     func answer(times: Int, status: String, retryAfter: Int, code: String, where match: @escaping @Sendable (String) -> Bool) {
