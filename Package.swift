@@ -187,7 +187,9 @@ let package = Package(
         // The feed tested alone: nothing of the server is built for it.
         .testTarget(name: "RefreshFeedTests", dependencies: ["RefreshFeed"]),
         // The connection layer tested alone: nothing of the server is built for it.
-        .testTarget(name: "RefreshHTTPTests", dependencies: ["RefreshHTTP", server("NIOCore", "swift-nio"), server("NIOHTTP1", "swift-nio")]),
+        .testTarget(
+            name: "RefreshHTTPTests",
+            dependencies: ["RefreshHTTP", server("NIOCore", "swift-nio"), server("NIOHTTP1", "swift-nio"), server("NIOPosix", "swift-nio")]),
         .testTarget(
             name: "RefreshServerTests",
             dependencies: [

@@ -33,6 +33,16 @@ package final class AcceptBackoff: ChannelInboundHandler {
         self.logger = logger
     }
 
+    /// The line that says accepting paused, once per episode.
+    static func pausedMessage(_ error: any Error) -> String {
+        "accepting paused: out of file descriptors or memory (\(error)); new connections wait in the backlog, retrying every \(pause.nanoseconds / 1_000_000) ms"
+    }
+
+    /// The line that says accepting works again, after `failures` refused attempts.
+    static func resumedMessage(_ failures: Int) -> String {
+        "accepting again after \(failures) attempts refused for want of file descriptors"
+    }
+
     package static func isExhaustion(_ error: any Error) -> Bool {
         guard let error = error as? IOError else { return false }
         return [EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(error.errnoCode)
@@ -40,11 +50,7 @@ package final class AcceptBackoff: ChannelInboundHandler {
 
     package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard Self.isExhaustion(error) else { return context.fireErrorCaught(error) }
-        if failures == 0 {
-            logger.warning(
-                "accepting paused: out of file descriptors or memory (\(error)); new connections wait in the backlog, retrying every \(Self.pause.nanoseconds / 1_000_000) ms"
-            )
-        }
+        if failures == 0 { logger.warning("\(Self.pausedMessage(error))") }
         failures += 1
         guard resume == nil else { return }
         try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
@@ -56,7 +62,7 @@ package final class AcceptBackoff: ChannelInboundHandler {
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if failures > 0 {
-            logger.notice("accepting again after \(failures) attempts refused for want of file descriptors")
+            logger.notice("\(Self.resumedMessage(failures))")
             failures = 0
         }
         context.fireChannelRead(data)

@@ -16,21 +16,25 @@ import Glibc
 /// Graceful shutdown stops accepting, asks every connection to finish (streams end
 /// cleanly, answers in progress complete) and returns once all are closed.
 ///
-/// **A client's connections can share an event loop** (`--steer-by-client`). A page posts
-/// its samples on one connection and reads its stream on another; on two threads, every
-/// sample wakes the other thread (an `eventfd` write and a context switch, about a third of
-/// what a sample costs). NIO gives a new connection the next loop in turn, so when asked the
-/// server listens once per loop on the same port (`SO_REUSEPORT`) and has the kernel choose
-/// the listener by the client's address (``ClientSteering``): a client's connections meet
-/// on one loop, and different clients still spread over all of them. It is not the default
-/// because clients that share an address (a carrier's NAT, an office, a proxy in front)
-/// would all share one loop.
+/// **A client's connections share an event loop.** A page posts its samples on one
+/// connection and reads its stream on another; on two threads, every sample wakes the other
+/// thread (an `eventfd` write and a context switch, about a third of what a sample costs).
+/// NIO gives a new connection the next loop in turn, so with several loops (on Linux) the
+/// server accepts itself (``PlacingListener``) and places each connection by its client
+/// (``LoopPlacement``): with the client's other connections while their loop is not more
+/// than a few connections busier than the least busy one, so clients that share an address
+/// (a carrier's NAT, an office, a proxy in front) still spread over every loop.
+///
+/// `--steer-by-client` has the kernel do it instead, strictly: the server listens once per
+/// loop on the same port (`SO_REUSEPORT`) and the kernel chooses the listener by the client's
+/// address (``ClientSteering``), so clients that share an address share one loop whatever
+/// the load.
 package struct HTTPServer: Sendable {
     package let host: String
     package let port: Int
     package let group: any EventLoopGroup
     package let maxHeadBytes: Int
-    /// Keep each client's connections on one event loop (see above).
+    /// Have the kernel keep each client's connections on one event loop, strictly (see above).
     package let steerByClient: Bool
     package let logger: Logger
     package let makeHandler: @Sendable () -> any ChannelHandler
@@ -54,6 +58,20 @@ package struct HTTPServer: Sendable {
     /// then stops accepting and waits for every connection to finish.
     package func run(until stopping: () async -> Void) async throws {
         let loops = Array(group.makeIterator())
+        #if os(Linux)
+        if !steerByClient, loops.count > 1 {
+            let listener = try PlacingListener(
+                host: host, port: port, loops: loops, logger: logger,
+                initialize: { [maxHeadBytes, makeHandler] channel in
+                    channel.eventLoop.makeCompletedFuture { try Self.addHandlers(to: channel, maxHeadBytes: maxHeadBytes, makeHandler) }
+                })
+            let accepting = Task { try await listener.run() }
+            await onServerRunning(listener.port)
+            await stopping()
+            await listener.stop(accepting: accepting)
+            return
+        }
+        #endif
         let listeners: [(channel: any Channel, quiescing: ServerQuiescingHelper)]
         if steerByClient, loops.count > 1 {
             listeners = try await listenPerLoop(loops)
@@ -109,14 +127,8 @@ package struct HTTPServer: Sendable {
             }
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    // Two handlers: the decoder, and the handler that answers and writes bytes
-                    // straight to the socket.
-                    let pipeline = channel.pipeline.syncOperations
-                    try pipeline.addHandler(Self.makeDecoder(maxHeadBytes: maxHeadBytes))
-                    try pipeline.addHandler(makeHandler())
-                }
+            .childChannelInitializer { [maxHeadBytes, makeHandler] channel in
+                channel.eventLoop.makeCompletedFuture { try Self.addHandlers(to: channel, maxHeadBytes: maxHeadBytes, makeHandler) }
             }
             .bind(host: host, port: port)
             .get()
@@ -125,6 +137,16 @@ package struct HTTPServer: Sendable {
 }
 
 extension HTTPServer {
+    /// A connection's two handlers: the decoder, and the handler that answers and writes bytes
+    /// straight to the socket.
+    private static func addHandlers(
+        to channel: any Channel, maxHeadBytes: Int, _ makeHandler: @Sendable () -> any ChannelHandler
+    ) throws {
+        let pipeline = channel.pipeline.syncOperations
+        try pipeline.addHandler(makeDecoder(maxHeadBytes: maxHeadBytes))
+        try pipeline.addHandler(makeHandler())
+    }
+
     /// The request decoder every connection starts with. `forwardBytes`: when it is replaced,
     /// the bytes it held after a request that stopped it go to its successor.
     package static func makeDecoder(maxHeadBytes: Int) -> ByteToMessageHandler<HTTPRequestDecoder> {

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# --steer-by-client: every connection of one client address lands on one event loop, so its
-# samples and its streams are served by one thread; clients at other addresses still use
-# the others. Read from each NIO thread's CPU time (/proc/PID/task/*/schedstat).
+# Which thread serves a client. By default a client's connections meet on one event loop, so
+# its samples and its streams are served by one thread, while a crowd behind one address
+# still spreads over every loop. --steer-by-client does it in the kernel, strictly: one
+# address, one loop, however many connections. Read from each NIO thread's CPU time
+# (/proc/PID/task/*/schedstat).
 source "$(dirname "$0")/lib.sh"
 
-# traffic ADDRESS...: for each address, four sessions, each with its stream on one
-# connection and 200 samples posted on another, all from that address.
+# traffic ADDRESS...: for each address, SESSIONS sessions (default four), each with its
+# stream on one connection and 200 samples posted on another, all from that address.
 traffic() {
-    python3 - "${BASE##*:}" "$@" <<'PY'
+    python3 - "${BASE##*:}" "${SESSIONS:-4}" "$@" <<'PY'
 import http.client, json, socket, sys
-port, addresses = int(sys.argv[1]), sys.argv[2:]
+port, sessions, addresses = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
 streams = []
 for address in addresses:
-    for _ in range(4):
+    for _ in range(sessions):
         c = http.client.HTTPConnection("127.0.0.1", port, source_address=(address, 0), timeout=5)
         c.request("POST", "/api/sessions", body="{}", headers={"Content-Type": "application/json"})
         session = json.loads(c.getresponse().read())["id"]
@@ -47,19 +49,27 @@ print(sum(1 for s in spent if s > 0.1 * sum(spent)))
 PY
 }
 
-start_server --event-loops 2 --steer-by-client
+start_server --event-loops 2
 mark
 traffic 127.0.0.1
 expect "one client's four sessions and their streams are served by one thread" "$(busy)" 1
 mark
 traffic 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 127.0.0.6 127.0.0.7
 expect "six clients are spread over both threads" "$(busy)" 2
+mark
+SESSIONS=24 traffic 127.0.0.8
+expect "24 sessions behind one address are served by both threads" "$(busy)" 2
 kill "$SERVER_PID"
 wait "$SERVER_PID" 2>/dev/null || true
 
-# Without it, NIO deals connections to the loops in turn: the same client uses both.
-start_server --event-loops 2
+start_server --event-loops 2 --steer-by-client
 mark
 traffic 127.0.0.1
-expect "without --steer-by-client, one client's connections use both threads" "$(busy)" 2
+expect "--steer-by-client: one client's four sessions and their streams are served by one thread" "$(busy)" 1
+mark
+traffic 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 127.0.0.6 127.0.0.7
+expect "--steer-by-client: six clients are spread over both threads" "$(busy)" 2
+mark
+SESSIONS=24 traffic 127.0.0.8
+expect "--steer-by-client: 24 sessions behind one address share one thread" "$(busy)" 1
 finish

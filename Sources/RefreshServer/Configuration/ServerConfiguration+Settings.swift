@@ -158,7 +158,7 @@ extension ServerConfiguration {
         .bool(
             "steer-by-client", \.steerByClient,
             help:
-                "Keep each client's connections on one event loop, chosen by its address (a sample and its stream never cross threads); not for clients behind a shared address."
+                "Have the kernel keep each client's connections on one event loop, chosen by its address, however many share it (by default they stay together while the loops are balanced)."
         ),
         .int("max-body-bytes", \.maxBodyBytes, 1...largestBuffer, help: "Largest request body in bytes (413 beyond).", value: "bytes"),
         .rate(

@@ -47,10 +47,11 @@ public struct ServerConfiguration: Sendable {
         publicFeeds.compactMap { try? FeedPattern($0) }
     }
 
-    /// Keep each client's connections on one event loop, chosen by its address: a sample and
-    /// the stream it updates then never cross threads (about a third less CPU per sample).
-    /// Off by default: clients sharing an address (a carrier's NAT, an office, a proxy) would
-    /// all share one loop.
+    /// Have the kernel keep each client's connections on one event loop, chosen by its
+    /// address, however many connections share it. Off by default: the server already keeps
+    /// a client's connections together while its loop is at most a few connections busier
+    /// than the least busy one (so a sample and the stream it updates do not cross threads),
+    /// and clients sharing an address (a carrier's NAT, an office, a proxy) still spread.
     public var steerByClient = false
     /// Threads serving connections; `nil` is one per CPU core. Samples and event streams are
     /// answered on these threads, so with one, a sample and the streams it updates never
