@@ -21,9 +21,10 @@ import Glibc
 /// thread (an `eventfd` write and a context switch, about a third of what a sample costs).
 /// NIO gives a new connection the next loop in turn, so with several loops (on Linux) the
 /// server accepts itself (``PlacingListener``) and places each connection by its client
-/// (``LoopPlacement``): with the client's other connections while their loop is not more
-/// than a few connections busier than the least busy one, so clients that share an address
-/// (a carrier's NAT, an office, a proxy in front) still spread over every loop.
+/// (``LoopPlacement``): with the client's newest connection, up to a page's worth and while
+/// that loop is not more than a few connections busier than the least busy one, so clients
+/// that share an address (a carrier's NAT, an office, a proxy in front) still spread over
+/// every loop.
 ///
 /// `--steer-by-client` has the kernel do it instead, strictly: the server listens once per
 /// loop on the same port (`SO_REUSEPORT`) and the kernel chooses the listener by the client's
@@ -56,7 +57,7 @@ package struct HTTPServer: Sendable {
 
     /// Serves until `stopping` returns (a graceful shutdown asked for, or the task cancelled),
     /// then stops accepting and waits for every connection to finish.
-    package func run(until stopping: () async -> Void) async throws {
+    package func run(until stopping: @escaping @Sendable () async -> Void) async throws {
         let loops = Array(group.makeIterator())
         #if os(Linux)
         if !steerByClient, loops.count > 1 {
@@ -65,10 +66,7 @@ package struct HTTPServer: Sendable {
                 initialize: { [maxHeadBytes, makeHandler] channel in
                     channel.eventLoop.makeCompletedFuture { try Self.addHandlers(to: channel, maxHeadBytes: maxHeadBytes, makeHandler) }
                 })
-            let accepting = Task { try await listener.run() }
-            await onServerRunning(listener.port)
-            await stopping()
-            await listener.stop(accepting: accepting)
+            try await listener.serve(until: stopping, onRunning: onServerRunning)
             return
         }
         #endif

@@ -4,12 +4,14 @@
 /// A page reads its stream on one connection and posts its samples on another. When the two
 /// are served by different threads, every sample wakes the other thread (an `eventfd` write
 /// and a context switch, about a third of what a sample costs); NIO deals new connections to
-/// its loops in turn, so that happens to most pages. Here a connection goes to the loop
-/// its client's newest open connection is on, as long as that loop carries no more than
-/// ``slack`` connections beyond the least busy loop; otherwise it goes to the least busy
-/// loop, and the client's next connections follow it there. A single client keeps its
-/// connections on one thread, and clients that share an address (a carrier's NAT, an office,
-/// a proxy in front) still spread over every loop, in runs of at most `slack`.
+/// its loops in turn, so that happens to most pages. Here a client's connection goes to the
+/// loop its newest open connection is on, as long as the client has fewer than ``together``
+/// open there and that loop carries no more than ``slack`` connections beyond the least busy
+/// loop; otherwise it goes to the least busy loop (in turn, among equals), and the client's
+/// next connections follow it there. A page's few connections share a thread, and a client
+/// with many (a proxy in front with its pool of upstream connections, a carrier's NAT, an
+/// office) spreads over every loop in runs of at most `together`, as evenly as NIO's turn
+/// would.
 ///
 /// A client is its address: IPv4 as is, IPv6 by its /64 (the block one subscriber gets), as
 /// the per-client limits count it. Pure state: the listener feeds it every connection opened
@@ -23,14 +25,20 @@ package struct LoopPlacement: Sendable {
         case other
     }
 
+    /// How many of a client's connections one loop takes in a row: as many as a browser opens
+    /// to one host over HTTP/1.1, so a page's stream and the connections its samples go on
+    /// meet.
+    package static let together = 6
+
     /// How many connections more than the least busy loop a client's loop may carry with its
     /// client's newest connection.
     package static let slack = 8
 
     /// Open connections per loop.
     private var open: [Int]
-    /// Each client with open connections: the loop its newest went to, and how many it has.
-    private var clients: [Client: (loop: Int, open: Int)] = [:]
+    /// Each client with open connections: the loop its newest went to, how many it has open
+    /// there, and how many in all.
+    private var clients: [Client: (loop: Int, there: Int, open: Int)] = [:]
     /// Where the search for the least busy loop starts, turning, so ties are dealt in turn.
     private var turn = 0
 
@@ -45,23 +53,25 @@ package struct LoopPlacement: Sendable {
     /// A connection from `client` was accepted: answers the index of its loop.
     package mutating func connectionOpened(from client: Client) -> Int {
         let least = open.min()!
+        let known = clients[client]
         let loop: Int
-        if let current = clients[client], open[current.loop] < least + Self.slack {
-            loop = current.loop
+        if let known, known.there < Self.together, open[known.loop] < least + Self.slack {
+            loop = known.loop
         } else {
             loop = leastBusyLoop(least)
         }
         open[loop] += 1
-        clients[client] = (loop, (clients[client]?.open ?? 0) + 1)
+        let there = known.map { $0.loop == loop ? $0.there : 0 } ?? 0
+        clients[client] = (loop, there + 1, (known?.open ?? 0) + 1)
         return loop
     }
 
     /// A connection from `client` on `loop` closed.
     package mutating func connectionClosed(from client: Client, on loop: Int) {
         open[loop] -= 1
-        guard let current = clients[client] else { return }
-        if current.open > 1 {
-            clients[client] = (current.loop, current.open - 1)
+        guard let known = clients[client] else { return }
+        if known.open > 1 {
+            clients[client] = (known.loop, known.loop == loop ? max(0, known.there - 1) : known.there, known.open - 1)
         } else {
             clients[client] = nil
         }

@@ -11,14 +11,17 @@ import Synchronization
 ///
 /// One thread of its own waits in `accept`, reads the peer's address, asks the placement
 /// for a loop and hands the socket to NIO on that loop (`withConnectedSocket`); from there
-/// a connection is NIO's as any other, with the same decoder and handler. The thread costs a
-/// wake-up per accepted connection, as the acceptor loop did. When `accept` fails for want of
-/// descriptors or memory, the thread pauses ``AcceptBackoff/pause`` and tries again, saying
-/// so once per episode, so the connections wait in the backlog and no core spins.
+/// a connection is NIO's as any other, with the same decoder and handler. The thread wakes
+/// once per accepted connection (NIO's acceptor, an event loop, takes up to four per
+/// wake-up); a connection costs one hop to its loop either way. When `accept` fails for want
+/// of descriptors or memory, the thread pauses ``AcceptBackoff/pause`` and tries again,
+/// saying so once per episode, so the connections wait in the backlog and no core spins; an
+/// error that says the socket cannot accept any more ends the server with it.
 ///
 /// Stopping shuts the listening socket down (which ends the waiting `accept`), then asks
-/// every open connection to quiesce (streams end cleanly, answers in progress complete) and
-/// waits until all are closed, as NIO's `ServerQuiescingHelper` does for its listener.
+/// every connection to quiesce (streams end cleanly, answers in progress complete), those
+/// still being set up included, and waits until all are closed, as NIO's
+/// `ServerQuiescingHelper` does for its listener.
 final class PlacingListener: Sendable {
     private let socket: CInt
     /// The port the socket is bound to (the one the kernel chose, for port 0).
@@ -79,50 +82,78 @@ final class PlacingListener: Sendable {
         self.initialize = initialize
     }
 
-    /// Accepts until ``stop()``.
-    func run() async throws {
+    /// Accepts until `stopping` returns, tells `onRunning` the port once it accepts, then
+    /// quiesces every connection and returns once all are closed. Throws when accepting
+    /// failed for good (the socket no longer listens), after the same quiescing.
+    func serve(until stopping: @escaping @Sendable () async -> Void, onRunning: @Sendable (Int) async -> Void) async throws {
         thread.start()
-        try await thread.runIfActive { self.acceptUntilStopped() }
-    }
-
-    /// Stops accepting, quiesces every connection and returns once all are closed.
-    func stop(accepting: Task<Void, any Error>) async {
-        stopping.store(true, ordering: .sequentiallyConsistent)
-        // Ends the thread's accept (EINVAL); the descriptor is closed once the thread is done
-        // with it, so that its number cannot meanwhile be another socket's.
-        shutdown(socket, CInt(SHUT_RDWR))
-        _ = try? await accepting.value
+        let failure: (any Error)?
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await self.thread.runIfActive { try self.acceptUntilStopped() } }
+                await onRunning(port)
+                group.addTask {
+                    await stopping()
+                    self.stopAccepting()
+                }
+                do {
+                    while try await group.next() != nil {}
+                } catch {
+                    // Accepting failed for good: nothing waits for the shutdown any more.
+                    group.cancelAll()
+                    throw error
+                }
+            }
+            failure = nil
+        } catch {
+            failure = error
+        }
         try? await thread.shutdownGracefully()
+        // Closed only once the thread is done with it, so that its number cannot meanwhile
+        // be another socket's.
         close(socket)
         await connections.quiesce()
+        if let failure { throw failure }
     }
 
-    private func acceptUntilStopped() {
+    /// Ends the thread's `accept`, which then fails with `EINVAL`.
+    private func stopAccepting() {
+        stopping.store(true, ordering: .sequentiallyConsistent)
+        if shutdown(socket, CInt(SHUT_RDWR)) != 0 {
+            logger.warning("the listening socket could not be shut down: \(IOError(errnoCode: errno, reason: "shutdown"))")
+        }
+    }
+
+    /// Accepts until stopped; throws when the socket cannot accept any more.
+    private func acceptUntilStopped() throws {
         var refused = 0
         while !stopping.load(ordering: .sequentiallyConsistent) {
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            // NIO makes the socket non-blocking; no process is ever started, so close-on-exec
-            // is not needed.
+            // NIO makes the socket non-blocking. Close-on-exec (which `accept4`, not in
+            // Glibc's module, would set at once) matters only to a process that starts
+            // others, and this one starts none.
             let accepted = withUnsafeMutablePointer(to: &storage) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(socket, $0, &length) }
             }
             guard accepted >= 0 else {
                 let code = errno
                 if stopping.load(ordering: .sequentiallyConsistent) { return }
+                let error = IOError(errnoCode: code, reason: "accept")
                 switch code {
-                case EINTR, ECONNABORTED, EAGAIN, EPROTO:
+                case EINTR, EAGAIN, ECONNABORTED, EPROTO, EPERM, ENETDOWN, ENOPROTOOPT, EHOSTDOWN, ENONET, EHOSTUNREACH, EOPNOTSUPP,
+                    ENETUNREACH, ETIMEDOUT:
+                    // That connection's trouble, not the listener's (accept(2) says to treat
+                    // these as EAGAIN).
                     continue
-                default:
-                    let error = IOError(errnoCode: code, reason: "accept")
-                    if AcceptBackoff.isExhaustion(error) {
-                        if refused == 0 { logger.warning("\(AcceptBackoff.pausedMessage(error))") }
-                        refused += 1
-                    } else {
-                        logger.error("accepting failed; trying again in \(AcceptBackoff.pause.nanoseconds / 1_000_000) ms: \(error)")
-                    }
+                case _ where AcceptBackoff.isExhaustion(error):
+                    if refused == 0 { logger.warning("\(AcceptBackoff.pausedMessage(error))") }
+                    refused += 1
                     usleep(UInt32(AcceptBackoff.pause.nanoseconds / 1000))
                     continue
+                default:
+                    logger.critical("the listening socket cannot accept any more: \(error)")
+                    throw error
                 }
             }
             if refused > 0 {
@@ -137,16 +168,14 @@ final class PlacingListener: Sendable {
 
     /// Makes `socket` a channel on loop `loop`; its closing frees its place.
     private func hand(_ socket: CInt, to loop: Int, client: LoopPlacement.Client) {
+        // ClientBootstrap sets TCP_NODELAY itself, as the other listeners set it on theirs.
         let bootstrap = ClientBootstrap(group: loops[loop])
-            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
             .channelInitializer(initialize)
-        bootstrap.withConnectedSocket(socket).whenComplete { [self] result in
+        connections.settingUp(bootstrap.withConnectedSocket(socket)) { [self] result in
             switch result {
             case .success(let channel):
-                connections.add(channel)
                 channel.closeFuture.whenComplete { [self] _ in
-                    connections.remove(channel)
                     placement.withLock { $0.connectionClosed(from: client, on: loop) }
                 }
             case .failure(let error):
@@ -198,39 +227,59 @@ final class PlacingListener: Sendable {
     }
 }
 
-/// The listener's open connections, to quiesce them when it stops.
+/// The listener's connections, from the moment their socket is handed to NIO, to quiesce
+/// them when it stops.
 private final class OpenConnections: Sendable {
     private struct State {
+        /// Sockets handed to NIO whose channel is not set up yet.
+        var settingUp: [Int: EventLoopFuture<any Channel>] = [:]
+        var nextSetUp = 0
         var channels: [ObjectIdentifier: any Channel] = [:]
         var quiescing = false
     }
 
     private let state = Mutex(State())
 
-    func add(_ channel: any Channel) {
-        let late = state.withLock { state in
-            state.channels[ObjectIdentifier(channel)] = channel
-            return state.quiescing
+    /// Keeps `setUp` (a channel being made) until it is made, then its channel until it
+    /// closes; `done` is told the outcome first.
+    func settingUp(
+        _ setUp: EventLoopFuture<any Channel>, then done: @escaping @Sendable (Result<any Channel, any Error>) -> Void
+    ) {
+        let id = state.withLock { state in
+            defer { state.nextSetUp += 1 }
+            state.settingUp[state.nextSetUp] = setUp
+            return state.nextSetUp
         }
-        // Set up after quiescing began: it is asked at once, like the others.
-        if late { channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
+        setUp.whenComplete { [self] result in
+            done(result)
+            let late = state.withLock { state in
+                state.settingUp[id] = nil
+                if case .success(let channel) = result { state.channels[ObjectIdentifier(channel)] = channel }
+                return state.quiescing
+            }
+            guard case .success(let channel) = result else { return }
+            channel.closeFuture.whenComplete { [self] _ in
+                state.withLock { _ = $0.channels.removeValue(forKey: ObjectIdentifier(channel)) }
+            }
+            // Made after quiescing began: it is asked at once, like the others.
+            if late { channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
+        }
     }
 
-    func remove(_ channel: any Channel) {
-        state.withLock { _ = $0.channels.removeValue(forKey: ObjectIdentifier(channel)) }
-    }
-
-    /// Asks every connection to finish and waits until all are closed.
+    /// Asks every connection to finish and waits until all are closed. Called once nothing
+    /// is accepted any more: a connection still being made is waited for, then asked too.
     func quiesce() async {
-        let channels = state.withLock { state in
+        let (settingUp, channels) = state.withLock { state in
             state.quiescing = true
-            return Array(state.channels.values)
+            return (Array(state.settingUp.values), Array(state.channels.values))
         }
         for channel in channels {
             channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         }
-        // Then every channel, those set up meanwhile included (their accept came before the
-        // listener stopped), until none is left that was not waited for.
+        for setUp in settingUp {
+            _ = try? await setUp.get()
+        }
+        // Every channel, those made meanwhile included, until none is left not waited for.
         var waited = Set<ObjectIdentifier>()
         while let next = state.withLock({ $0.channels.first { !waited.contains($0.key) } }) {
             waited.insert(next.key)

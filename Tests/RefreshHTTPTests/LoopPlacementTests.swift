@@ -24,30 +24,56 @@ import Testing
         #expect(placement.connectionOpened(from: .v4(99)) == 1)
     }
 
-    @Test func aCrowdBehindOneAddressSpreadsInRunsOfTheSlack() {
+    @Test func aCrowdBehindOneAddressSpreadsInRunsOfAPagesConnections() {
         var placement = LoopPlacement(loops: 2)
         var loops: [Int] = []
         for _ in 0..<100 {
             loops.append(placement.connectionOpened(from: alice))
             let open = placement.openConnections
-            #expect(open.max()! - open.min()! <= LoopPlacement.slack)
+            #expect(open.max()! - open.min()! <= LoopPlacement.together)
         }
-        // The client follows its newest loop: runs, not alternation.
-        #expect(Array(loops.prefix(LoopPlacement.slack)) == Array(repeating: loops[0], count: LoopPlacement.slack))
-        #expect(loops[LoopPlacement.slack] != loops[0])
-        #expect(placement.openConnections.allSatisfy { $0 >= 50 - LoopPlacement.slack })
+        // Runs of a page's connections, each on the loop the run before left less busy.
+        let run = LoopPlacement.together
+        #expect(Array(loops.prefix(run)) == Array(repeating: loops[0], count: run))
+        #expect(Array(loops[run..<2 * run]) == Array(repeating: 1 - loops[0], count: run))
+        #expect(placement.openConnections.allSatisfy { $0 >= 50 - run })
+    }
+
+    /// A proxy in front keeps a pool of connections to the server, all from its address: they
+    /// are dealt over the loops as evenly as NIO's turn would deal them.
+    @Test func aProxysPoolIsSplitOverTheLoops() {
+        var placement = LoopPlacement(loops: 2)
+        for _ in 0..<(2 * LoopPlacement.together) { _ = placement.connectionOpened(from: alice) }
+        #expect(placement.openConnections == [LoopPlacement.together, LoopPlacement.together])
     }
 
     @Test func aClientFollowsItsNewestConnectionToAnotherLoop() {
         var placement = LoopPlacement(loops: 2)
         let first = placement.connectionOpened(from: alice)
-        for _ in 1..<LoopPlacement.slack { #expect(placement.connectionOpened(from: alice) == first) }
-        // Her loop is the slack ahead: the next goes to the other, and the one after follows it.
+        for _ in 1..<LoopPlacement.together { #expect(placement.connectionOpened(from: alice) == first) }
+        // A page's worth on her loop: the next goes to the other, and the one after follows it.
         let moved = placement.connectionOpened(from: alice)
         #expect(moved != first)
         #expect(placement.connectionOpened(from: alice) == moved)
         // A new client goes to the least busy loop, which is now hers.
         #expect(placement.connectionOpened(from: bob) == moved)
+        // Closing her connections on the new loop makes room there again.
+        placement.connectionClosed(from: alice, on: moved)
+        placement.connectionClosed(from: alice, on: moved)
+        #expect(placement.connectionOpened(from: alice) == moved)
+    }
+
+    /// A client whose loop has become far busier than another (other clients' connections
+    /// closed there) no longer takes it.
+    @Test func aClientLeavesALoopTheSlackBusierThanTheLeast() {
+        var placement = LoopPlacement(loops: 2)
+        let others = (1...(2 * LoopPlacement.slack)).map { LoopPlacement.Client.v4(UInt32(100 + $0)) }
+        let placed = others.map { ($0, placement.connectionOpened(from: $0)) }
+        let mine = placement.connectionOpened(from: alice)
+        // Every other client's connection on the other loop closes.
+        for (client, loop) in placed where loop != mine { placement.connectionClosed(from: client, on: loop) }
+        #expect(placement.openConnections[mine] - placement.openConnections[1 - mine] > LoopPlacement.slack)
+        #expect(placement.connectionOpened(from: alice) == 1 - mine)
     }
 
     @Test func closingFreesThePlaceAndAGoneClientIsForgotten() {

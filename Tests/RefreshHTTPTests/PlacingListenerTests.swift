@@ -2,6 +2,7 @@
 import Logging
 import NIOCore
 import NIOPosix
+import Dispatch
 import Synchronization
 import Testing
 
@@ -29,14 +30,20 @@ import Testing
     }
 
     /// Runs a server of `LoopReporter`s on two loops for `body`, then stops it.
-    func withServer(_ body: @Sendable (_ port: Int) async throws -> Void) async throws {
+    func withServer(
+        _ body: @Sendable (_ port: Int) async throws -> Void,
+        makingEach: @escaping @Sendable () -> Void = {}
+    ) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let loops = Array(group.makeIterator())
         let port = AsyncStream<Int>.makeStream()
         let stop = AsyncStream<Void>.makeStream()
         let server = HTTPServer(
             host: "127.0.0.1", port: 0, group: group, maxHeadBytes: 8192, steerByClient: false, logger: Logger(label: "test"),
-            makeHandler: { LoopReporter(loops: loops) }, onServerRunning: { port.continuation.yield($0) })
+            makeHandler: {
+                makingEach()
+                return LoopReporter(loops: loops)
+            }, onServerRunning: { port.continuation.yield($0) })
         let serving = Task { try await server.run(until: { for await _ in stop.stream {} }) }
         var ports = port.stream.makeAsyncIterator()
         let bound = try #require(await ports.next())
@@ -101,5 +108,58 @@ import Testing
         }
         try await clients.shutdownGracefully()
     }
+
+    /// A connection accepted just before the server stops, whose set-up is held up on its
+    /// loop: the stop waits for it, asks it to quiesce too, and returns once it has closed.
+    @Test func aStopWaitsForAConnectionStillBeingSetUp() async throws {
+        let clients = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let entered = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        let holding = Flag(true)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let loops = Array(group.makeIterator())
+        let port = AsyncStream<Int>.makeStream()
+        let stop = AsyncStream<Void>.makeStream()
+        let server = HTTPServer(
+            host: "127.0.0.1", port: 0, group: group, maxHeadBytes: 8192, steerByClient: false, logger: Logger(label: "test"),
+            makeHandler: {
+                if holding.value.exchange(false, ordering: .relaxed) {
+                    entered.signal()
+                    gate.wait()
+                }
+                return LoopReporter(loops: loops)
+            }, onServerRunning: { port.continuation.yield($0) })
+        let stopped = Flag(false)
+        let serving = Task {
+            try await server.run(until: { for await _ in stop.stream {} })
+            stopped.value.store(true, ordering: .relaxed)
+        }
+        var ports = port.stream.makeAsyncIterator()
+        let bound = try #require(await ports.next())
+        let client = try await ClientBootstrap(group: clients).connect(host: "127.0.0.1", port: bound).get()
+        // Its set-up is under way on a server loop, and held there.
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                entered.wait()
+                continuation.resume()
+            }
+        }
+        stop.continuation.finish()
+        try await Task.sleep(for: .milliseconds(300))
+        let early = stopped.value.load(ordering: .relaxed)
+        #expect(!early, "the stop returned while a connection was still being set up")
+        gate.signal()
+        try await serving.value
+        let late = stopped.value.load(ordering: .relaxed)
+        #expect(late)
+        try await client.closeFuture.get()
+        try await group.shutdownGracefully()
+        try await clients.shutdownGracefully()
+    }
+}
+
+private final class Flag: Sendable {
+    let value: Atomic<Bool>
+    init(_ value: Bool) { self.value = Atomic(value) }
 }
 #endif
