@@ -29,35 +29,50 @@ import Testing
         }
     }
 
-    /// Runs a server of `LoopReporter`s on two loops for `body`, then stops it.
-    func withServer(
-        _ body: @Sendable (_ port: Int) async throws -> Void,
-        makingEach: @escaping @Sendable () -> Void = {}
-    ) async throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let loops = Array(group.makeIterator())
-        let port = AsyncStream<Int>.makeStream()
-        let stop = AsyncStream<Void>.makeStream()
-        let server = HTTPServer(
-            host: "127.0.0.1", port: 0, group: group, maxHeadBytes: 8192, steerByClient: false, logger: Logger(label: "test"),
-            makeHandler: {
-                makingEach()
-                return LoopReporter(loops: loops)
-            }, onServerRunning: { port.continuation.yield($0) })
-        let serving = Task { try await server.run(until: { for await _ in stop.stream {} }) }
-        var ports = port.stream.makeAsyncIterator()
-        let bound = try #require(await ports.next())
-        do {
-            try await body(bound)
-        } catch {
-            stop.continuation.finish()
-            _ = try? await serving.value
+    /// A server of `LoopReporter`s on two loops of its own; `makingEach` runs on a server
+    /// loop as each connection's handler is made.
+    struct RunningServer {
+        let port: Int
+        let serving: Task<Void, any Error>
+        let group: MultiThreadedEventLoopGroup
+        let stop: @Sendable () -> Void
+
+        static func start(makingEach: @escaping @Sendable () -> Void = {}) async throws -> RunningServer {
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+            let loops = Array(group.makeIterator())
+            let port = AsyncStream<Int>.makeStream()
+            let stop = AsyncStream<Void>.makeStream()
+            let server = HTTPServer(
+                host: "127.0.0.1", port: 0, group: group, maxHeadBytes: 8192, steerByClient: false, logger: Logger(label: "test"),
+                makeHandler: {
+                    makingEach()
+                    return LoopReporter(loops: loops)
+                }, onServerRunning: { port.continuation.yield($0) })
+            let serving = Task { try await server.run(until: { for await _ in stop.stream {} }) }
+            var ports = port.stream.makeAsyncIterator()
+            let bound = try #require(await ports.next())
+            return RunningServer(port: bound, serving: serving, group: group, stop: { stop.continuation.finish() })
+        }
+
+        /// Asks it to stop and waits until it has.
+        func stopped() async throws {
+            stop()
+            let served = await serving.result
             try await group.shutdownGracefully()
+            try served.get()
+        }
+    }
+
+    /// Runs a server for `body`, then stops it.
+    func withServer(_ body: @Sendable (_ port: Int) async throws -> Void) async throws {
+        let server = try await RunningServer.start()
+        do {
+            try await body(server.port)
+        } catch {
+            try? await server.stopped()
             throw error
         }
-        stop.continuation.finish()
-        try await serving.value
-        try await group.shutdownGracefully()
+        try await server.stopped()
     }
 
     /// Completes with the first line a connection reads.
@@ -116,27 +131,13 @@ import Testing
         let entered = DispatchSemaphore(value: 0)
         let gate = DispatchSemaphore(value: 0)
         let holding = Flag(true)
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let loops = Array(group.makeIterator())
-        let port = AsyncStream<Int>.makeStream()
-        let stop = AsyncStream<Void>.makeStream()
-        let server = HTTPServer(
-            host: "127.0.0.1", port: 0, group: group, maxHeadBytes: 8192, steerByClient: false, logger: Logger(label: "test"),
-            makeHandler: {
-                if holding.value.exchange(false, ordering: .relaxed) {
-                    entered.signal()
-                    gate.wait()
-                }
-                return LoopReporter(loops: loops)
-            }, onServerRunning: { port.continuation.yield($0) })
-        let stopped = Flag(false)
-        let serving = Task {
-            try await server.run(until: { for await _ in stop.stream {} })
-            stopped.value.store(true, ordering: .relaxed)
+        let server = try await RunningServer.start {
+            if holding.value.exchange(false, ordering: .relaxed) {
+                entered.signal()
+                gate.wait()
+            }
         }
-        var ports = port.stream.makeAsyncIterator()
-        let bound = try #require(await ports.next())
-        let client = try await ClientBootstrap(group: clients).connect(host: "127.0.0.1", port: bound).get()
+        let client = try await ClientBootstrap(group: clients).connect(host: "127.0.0.1", port: server.port).get()
         // Its set-up is under way on a server loop, and held there.
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
@@ -144,16 +145,19 @@ import Testing
                 continuation.resume()
             }
         }
-        stop.continuation.finish()
+        let stopped = Flag(false)
+        let stopping = Task {
+            try await server.stopped()
+            stopped.value.store(true, ordering: .relaxed)
+        }
         try await Task.sleep(for: .milliseconds(300))
         let early = stopped.value.load(ordering: .relaxed)
         #expect(!early, "the stop returned while a connection was still being set up")
         gate.signal()
-        try await serving.value
+        try await stopping.value
         let late = stopped.value.load(ordering: .relaxed)
         #expect(late)
         try await client.closeFuture.get()
-        try await group.shutdownGracefully()
         try await clients.shutdownGracefully()
     }
 }
