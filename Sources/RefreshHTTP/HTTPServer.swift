@@ -92,7 +92,11 @@ package struct HTTPServer: Sendable {
         if port != 0 {
             // SO_REUSEPORT would let a second server on this port join the first one's group
             // silently; a plain bind first fails as it should when the port is taken.
-            try await ServerBootstrap(group: loops[0]).bind(host: host, port: port).get().close()
+            // SO_REUSEADDR as the listeners have it, so that a restart is not refused while an
+            // earlier server's closed connections wait out TIME-WAIT on the port.
+            try await ServerBootstrap(group: loops[0])
+                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+                .bind(host: host, port: port).get().close()
         }
         var listeners = [try await listen(on: loops[0], port: port, reusePort: true)]
         let boundPort = listeners[0].channel.localAddress?.port ?? port
