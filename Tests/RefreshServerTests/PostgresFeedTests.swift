@@ -71,17 +71,22 @@ struct PostgresFeedTests {
     @Test func anUpstreamRefreshRunsOnceAcrossInstancesAndTheOthersJoinIt() async throws {
         let url = try await TestPostgres.freshDatabase()
         try await Upstream.run { port, log in
-            let upstreams = { try UpstreamSet(urls: ["http://127.0.0.1:\(port)/feed"]) }
+            // The download waits until the second instance waits for the lock, however slowly
+            // a loaded machine gets it there.
+            let upstreams = { try UpstreamSet(urls: ["http://127.0.0.1:\(port)/gated"]) }
             let first = try TestPostgres.feed(url: url, upstreams: [.main: try upstreams()])
             let second = try TestPostgres.feed(url: url, upstreams: [.main: try upstreams()])
             _ = try await first.appliedMigrations()
-            let (downloading, started) = AsyncStream<Void>.makeStream()
+            let (connecting, started) = AsyncStream<Void>.makeStream()
             let stages = Stages()
             async let firstUpdate = first.update { progress in
-                if progress.stage == "downloading" { started.yield() }
+                if progress.stage == "connecting" { started.yield() }
             }
-            _ = await downloading.first(where: { _ in true })
-            let joined = try await second.update { stages.append($0.stage) }
+            _ = await connecting.first(where: { _ in true })
+            let joined = try await second.update { progress in
+                stages.append(progress.stage)
+                if progress.stage == "waiting" { log.openGate() }
+            }
             let update = try await firstUpdate
             #expect(update.added == 12)
             #expect(joined.added == 0, "the items came by the other instance")

@@ -21,9 +21,14 @@ struct Upstream {
         return "<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>Up</title>\(entries.joined())</channel></rss>"
     }
 
-    /// Requests seen, by path, with their If-None-Match.
+    /// Requests seen, by path, with their If-None-Match; and the gate `gated` waits behind.
     final class Log: Sendable {
         let requests = Mutex<[(String, String?)]>([])
+        private let gateOpen = Atomic<Bool>(false)
+
+        /// Lets `gated` answer.
+        func openGate() { gateOpen.store(true, ordering: .releasing) }
+        var isGateOpen: Bool { gateOpen.load(ordering: .acquiring) }
     }
 
     static func run(_ body: @Sendable (Int, Log) async throws -> Void) async throws {
@@ -47,6 +52,13 @@ struct Upstream {
         router.get("feed") { request, _ -> Response in
             log.requests.withLock { $0.append(("feed", request.headers[.ifNoneMatch])) }
             if request.headers[.ifNoneMatch] == "\"v1\"" { return Response(status: .notModified) }
+            return throttled(feed, length: true)
+        }
+        // The feed, once the test opens the gate (at most 10 s later).
+        router.get("gated") { request, _ -> Response in
+            log.requests.withLock { $0.append(("gated", request.headers[.ifNoneMatch])) }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !log.isGateOpen, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             return throttled(feed, length: true)
         }
         router.get("chunked") { _, _ in throttled(feed, length: false) }
