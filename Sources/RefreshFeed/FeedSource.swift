@@ -59,6 +59,10 @@ public protocol FeedSource: Sendable {
     /// positions in feed order, so the newest of a batch becomes the head. Throws
     /// ``InvalidFeedItem``, storing nothing, when an item breaks ``ItemRules``.
     func publish(_ items: [FeedItem]) async throws -> [FeedItem]
+    /// ``publish(_:)``, answering also the head the write made when the store knows it
+    /// without another read (`nil`: whoever needs the head reads ``head()``). A remote store
+    /// learns it with the write, where a read would cost its publisher a round trip more.
+    func publishReportingHead(_ items: [FeedItem]) async throws -> (stored: [FeedItem], head: FeedHead?)
     /// The item with this id, to turn ids given by clients into cursors.
     func item(id: String) async throws -> FeedItem?
     /// The position the item with this id took, to know what a page showing it has seen.
@@ -71,6 +75,10 @@ public protocol FeedSource: Sendable {
 extension FeedSource {
     public func checkReady() async throws {
         _ = try await head()
+    }
+
+    public func publishReportingHead(_ items: [FeedItem]) async throws -> (stored: [FeedItem], head: FeedHead?) {
+        (try await publish(items), nil)
     }
 
     /// Items strictly older than `cursor`, whenever they came.

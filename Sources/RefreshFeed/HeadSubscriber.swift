@@ -17,4 +17,7 @@ public protocol HeadSubscriber: Sendable {
     /// a notification for a watched feed, after each (re)connection and by the slow poll for a
     /// watched feed whose head is past the known one.
     func headMayHaveMoved(in feed: FeedName) async
+    /// The head of `feed` moved to `head`, committed and visible to every reader: tell whoever
+    /// waits for it, without reading it again. Called for a notice that carried its item.
+    func headMoved(in feed: FeedName, to head: FeedHead) async
 }

@@ -270,6 +270,7 @@ struct PostgresFeedTests {
         try await eventually("each watched feed hears of its own head") { subscriber.known == [.main: 1, inbox: 2] }
         #expect(subscriber.heads[inbox]?.item.id == "inbox-0")
         #expect(!subscriber.woken.contains(other), "a feed nobody watches here is never read")
+        #expect(subscriber.told == [.main, inbox] && subscriber.woken.isEmpty, "each notice carried its head: nothing was read")
 
         let terminated = try await terminateListeners(writer)
         #expect(terminated >= 1)
@@ -287,6 +288,63 @@ struct PostgresFeedTests {
         #expect(HeadNotice(payload: "17") == nil, "the payload of older versions")
         #expect(HeadNotice(payload: "main x") == nil)
         #expect(HeadNotice(payload: " 3") == nil)
+    }
+
+    /// The head's item, as the publish function writes it after the head (PostgreSQL's
+    /// `jsonb` text: keys in its order, `null` for absent fields), comes out whole; an item
+    /// that does not read as one is left out, so the listener reads the head instead.
+    @Test func aNoticeCarriesTheHeadsItemWhenItReadsAsOne() throws {
+        let payload = #"team.eng 9 {"id": "a b", "link": null, "title": "Ünïcode \"quoted\"", "author": "x", "summary": null, "published": 1800000000000}"#
+        let notice = try #require(HeadNotice(payload: payload))
+        #expect(notice.feed == FeedName("team.eng") && notice.head == 9)
+        #expect(
+            notice.item
+                == FeedItem(id: "a b", title: "Ünïcode \"quoted\"", author: "x", published: Timestamp(milliseconds: 1_800_000_000_000)))
+        for broken in [
+            #"{"id": "a", "title": "t"}"#,  // no date
+            #"{"id": "a", "title": "t", "published": 1.5}"#,
+            #"{"id": 3, "title": "t", "published": 1}"#,
+            #"{"id": "a", "title": "t", "published": 1, "link": 7}"#,
+            #"{"id": "a", "title": "t", "published": 1"#,
+            "[]", "",
+        ] {
+            let notice = HeadNotice(payload: "main 4 " + broken)
+            #expect(notice == HeadNotice(feed: .main, head: 4), "\(broken)")
+        }
+    }
+
+    /// A publish answers the head it made with the write, as committed, so its instance tells
+    /// its sessions without reading it; the notice carries the same item to every other
+    /// instance, except one too long to travel, which they read.
+    @Test func aPublishAnswersAndNotifiesTheHeadItMade() async throws {
+        let url = try await TestPostgres.freshDatabase()
+        let writer = try TestPostgres.feed(url: url)
+        let team = FeedName("team.eng")!
+        let reader = try TestPostgres.feed(url: url)
+        let subscriber = FeedHeads(watching: [team], in: reader)
+        let listener = HeadListener(feed: reader, news: subscriber, pollInterval: .seconds(600), logger: TestPostgres.logger)
+        let running = Task { try await listener.run() }
+        defer { running.cancel() }
+        try await eventually("the listener connects") { listener.isListening }
+
+        let first = try await writer.feed(team).publishReportingHead(items(3, prefix: "team"))
+        #expect(first.stored.count == 3)
+        #expect(first.head == FeedHead(position: 3, item: items(3, prefix: "team")[0]))
+        try await eventually("the notice's head arrives") { subscriber.known == [team: 3] }
+        #expect(subscriber.heads[team] == first.head && subscriber.told == [team] && subscriber.woken.isEmpty)
+
+        // Replacing an item adds nothing: no head is made, none is notified.
+        let replaced = try await writer.feed(team).publishReportingHead([FeedItem(id: "team-1", title: "again", published: Timestamp(milliseconds: 1))])
+        #expect(replaced.head == nil)
+
+        // An item whose notice would pass PostgreSQL's 8000 bytes travels without it.
+        let long = FeedItem(
+            id: "long", title: "Long", summary: String(repeating: "é", count: 4_000), published: Timestamp(milliseconds: 1_900_000_000_000))
+        let second = try await writer.feed(team).publishReportingHead([long])
+        #expect(second.head == FeedHead(position: 4, item: long))
+        try await eventually("the long head is read") { subscriber.known == [team: 4] }
+        #expect(subscriber.woken == [team] && subscriber.heads[team]?.item == long)
+        #expect(try await reader.feed(team).head() == second.head)
     }
 
     // MARK: - Helpers
@@ -372,6 +430,7 @@ private final class FeedHeads: HeadSubscriber {
     private struct State {
         var heads: [FeedName: FeedHead] = [:]
         var woken: Set<FeedName> = []
+        var told: Set<FeedName> = []
     }
 
     let watchedFeeds: [FeedName]
@@ -385,7 +444,10 @@ private final class FeedHeads: HeadSubscriber {
 
     var heads: [FeedName: FeedHead] { state.withLock { $0.heads } }
     var known: [FeedName: FeedPosition] { heads.mapValues(\.position) }
+    /// The feeds read after a notice (or a reconnection) said their head may have moved.
     var woken: Set<FeedName> { state.withLock { $0.woken } }
+    /// The feeds whose notice carried the head, taken without a read.
+    var told: Set<FeedName> { state.withLock { $0.told } }
 
     func knownHead(of feed: FeedName) -> FeedPosition? {
         guard watchedFeeds.contains(feed) else { return nil }
@@ -395,6 +457,15 @@ private final class FeedHeads: HeadSubscriber {
     func headMayHaveMoved(in name: FeedName) async {
         state.withLock { _ = $0.woken.insert(name) }
         guard let head = try? await store.feed(name).head() else { return }
+        keep(head, of: name)
+    }
+
+    func headMoved(in name: FeedName, to head: FeedHead) async {
+        state.withLock { _ = $0.told.insert(name) }
+        keep(head, of: name)
+    }
+
+    private func keep(_ head: FeedHead, of name: FeedName) {
         state.withLock { state in
             if head.position > state.heads[name]?.position ?? 0 { state.heads[name] = head }
         }

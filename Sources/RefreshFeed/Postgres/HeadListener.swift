@@ -121,7 +121,11 @@ public final class HeadListener: Service, Sendable {
                         }
                         // A burst of commits: the first read reaches the newest head.
                         guard let known = self.news.knownHead(of: notice.feed), notice.head > known else { continue }
-                        await self.news.headMayHaveMoved(in: notice.feed)
+                        if let item = notice.item {
+                            await self.news.headMoved(in: notice.feed, to: FeedHead(position: notice.head, item: item))
+                        } else {
+                            await self.news.headMayHaveMoved(in: notice.feed)
+                        }
                     }
                 }
             }

@@ -96,6 +96,65 @@ extension PostgresFeed {
                 """#
             ]
         ),
+        (
+            // The head's item travels with the head, in the publisher's answer and in the
+            // notice, so neither the publishing instance nor the ones that hear of it read the
+            // head again (``HeadNotice``). The same steps otherwise; the answer only gains
+            // columns, so an instance that selects the v3 ones reads them as before.
+            "v4: the head travels with the publish",
+            [
+                "DROP FUNCTION ptr_publish(text, jsonb, boolean, text, text)",
+                #"""
+                CREATE FUNCTION ptr_publish(p_feed text, p_items jsonb, p_replacing boolean, p_channel text, p_lock_timeout text)
+                RETURNS TABLE (added integer, transaction bigint, backend integer, head bigint, head_id text)
+                LANGUAGE plpgsql AS $$
+                DECLARE
+                    v_head bigint;
+                    v_added integer := 0;
+                    v_item jsonb;
+                    v_id text;
+                    v_head_item jsonb;
+                    v_notice text;
+                BEGIN
+                    PERFORM set_config('lock_timeout', p_lock_timeout, true);
+                    -- Locks the feed's head row as FOR UPDATE would, creating it at 0 for the
+                    -- feed's first write; a second first writer waits for the first's commit.
+                    INSERT INTO feed_head AS h (feed, position) VALUES (p_feed, 0)
+                        ON CONFLICT (feed) DO UPDATE SET position = h.position
+                        RETURNING h.position INTO v_head;
+                    FOR v_item IN SELECT e.value FROM jsonb_array_elements(p_items) WITH ORDINALITY AS e(value, n) ORDER BY e.n LOOP
+                        v_id := v_item->>'id';
+                        IF EXISTS (SELECT 1 FROM item WHERE feed = p_feed AND id = v_id) THEN
+                            IF p_replacing THEN
+                                UPDATE item SET title = v_item->>'title', summary = v_item->>'summary', link = v_item->>'link',
+                                    author = v_item->>'author', published = (v_item->>'published')::bigint
+                                    WHERE feed = p_feed AND id = v_id;
+                            END IF;
+                        ELSE
+                            v_head := v_head + 1;
+                            v_added := v_added + 1;
+                            v_head_item := v_item;
+                            INSERT INTO item (feed, id, title, summary, link, author, published, position)
+                                VALUES (p_feed, v_id, v_item->>'title', v_item->>'summary', v_item->>'link', v_item->>'author',
+                                    (v_item->>'published')::bigint, v_head);
+                        END IF;
+                    END LOOP;
+                    IF v_added > 0 THEN
+                        UPDATE feed_head SET position = v_head WHERE feed = p_feed;
+                        -- A notice is shorter than 8000 bytes: an item too long to travel is
+                        -- left out, and whoever hears of the head reads it.
+                        v_notice := p_feed || ' ' || v_head || ' ' || v_head_item::text;
+                        IF octet_length(v_notice) >= 8000 THEN
+                            v_notice := p_feed || ' ' || v_head;
+                        END IF;
+                        PERFORM pg_notify(p_channel, v_notice);
+                    END IF;
+                    RETURN QUERY SELECT v_added, txid_current(), pg_backend_pid(), v_head, v_head_item->>'id';
+                END
+                $$
+                """#,
+            ]
+        ),
     ]
 
     /// Advisory lock keys: the schema's migration, and the upstream refresh.

@@ -81,9 +81,12 @@ extension PostgresFeed {
     }
 
     public func publish(_ items: [FeedItem]) async throws -> [FeedItem] {
+        try await publishReportingHead(items).stored
+    }
+
+    public func publishReportingHead(_ items: [FeedItem]) async throws -> (stored: [FeedItem], head: FeedHead?) {
         let stored = ItemKey.lastOfEachID(items)
-        _ = try await store(stored)
-        return stored
+        return (stored, try await write(stored).head)
     }
 
     public func item(id: String) async throws -> FeedItem? {

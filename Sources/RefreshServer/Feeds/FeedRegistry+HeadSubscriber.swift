@@ -1,8 +1,9 @@
 import RefreshFeed
 
 /// Other instances' commits reach the registry through the store's listener, which knows it
-/// only as a subscriber: a notification of a feed with sessions here makes that feed's news
-/// read the head; the others are dropped unread.
+/// only as a subscriber: a notification of a feed with sessions here moves that feed's news
+/// to the head it carried, or makes it read the head when it carried none; the others are
+/// dropped unread.
 extension FeedRegistry: HeadSubscriber {
     var watchedFeeds: [FeedName] { names }
 
@@ -12,5 +13,9 @@ extension FeedRegistry: HeadSubscriber {
 
     func headMayHaveMoved(in feed: FeedName) async {
         await news(of: feed)?.catchUp()
+    }
+
+    func headMoved(in feed: FeedName, to head: FeedHead) async {
+        await news(of: feed)?.advance(to: head)
     }
 }

@@ -40,6 +40,10 @@ struct MeteredFeed: FeedSource {
         try await counted(.write) { try await base.publish(items) }
     }
 
+    func publishReportingHead(_ items: [FeedItem]) async throws -> (stored: [FeedItem], head: FeedHead?) {
+        try await counted(.write) { try await base.publishReportingHead(items) }
+    }
+
     func item(id: String) async throws -> FeedItem? {
         try await counted(.read) { try await base.item(id: id) }
     }

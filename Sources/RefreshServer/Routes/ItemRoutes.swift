@@ -82,13 +82,16 @@ struct ItemRoutes: Sendable {
         }
         let items = try ItemDecoding.decode(body, now: .now())
         let stored: [FeedItem]
+        let head: FeedHead?
         do {
-            stored = try await feed.publish(items)
+            (stored, head) = try await feed.publishReportingHead(items)
         } catch let error as FeedStoreUnavailable {
             return unavailable(error, items: items, request: request, context: context)
         }
         // The feed's sessions here hear of it; with none, there is nobody to tell.
-        await feeds.news(of: name)?.catchUp()
+        if let news = feeds.news(of: name) {
+            if let head { await news.advance(to: head) } else { await news.catchUp() }
+        }
         return JSONResponse.make(.created, request: request) { json in
             json.beginObject()
             json.key("items")
