@@ -68,7 +68,17 @@ package struct HTTPRouting: Sendable {
         self.isAPI = isAPI
     }
 
+    /// Admission asks every request head, so it asks a copy of the table whose kinds are
+    /// already dispositions: a matcher of a type this module knows, whose walk is compiled
+    /// for it here. Asked through `Kind`, a type of the application's module, it ran as
+    /// unspecialized generic code, looking up metadata and copying routes through witnesses.
     package init<Kind: ConnectionRouteKind>(_ matcher: RouteMatcher<Kind>) {
-        self.init(route: { matcher.route($0, uri: $1) }, isAPI: { matcher.isAPI(uri: $0) })
+        let dispositions = RouteMatcher<RouteDisposition>(
+            api: matcher.api, files: matcher.files, routes: matcher.routes.map { .init($0.method, $0.pattern, $0.kind.disposition) })
+        self.init(route: { dispositions.route($0, uri: $1) }, isAPI: { dispositions.isAPI(uri: $0) })
     }
+}
+
+extension RouteDisposition: ConnectionRouteKind {
+    package var disposition: RouteDisposition { self }
 }
