@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypesHTTP1
+import RefreshEngine
 import RefreshHTTP
 import RefreshJSON
 
@@ -76,8 +77,13 @@ final class HotRoutes: Sendable {
         let arrived = ContinuousClock.now
         do {
             let session = try sessions.session(id)
-            let json = try JSONValue.parseBody(body.map { Array($0.readableBytesView) } ?? [])
-            let samples = try SampleDecoding.decode(json, maxCount: configuration.samplesPerRequestLimit)
+            let samples: [ValidSample]
+            if let plain = body?.withUnsafeReadableBytes(SampleDecoding.plainSample) {
+                samples = [plain]
+            } else {
+                let json = try JSONValue.parseBody(body.map { Array($0.readableBytesView) } ?? [])
+                samples = try SampleDecoding.decode(json, maxCount: configuration.samplesPerRequestLimit)
+            }
             let state = try session.applySamples(samples, now: arrived)
             metrics.sampleRequestAnswered()
             return .state(state)
