@@ -329,6 +329,53 @@ import Testing
 }
 
 /// A stream that is open but never woken in the test.
+extension EventLogTests {
+    /// A round to many streams that finds news queued behind it (a refresh's items appended
+    /// while it writes the refresh's start) hands the streams it has yet to reach both at
+    /// once; those it already wrote to get the news from the next round, and the later ones
+    /// are already past it then.
+    @Test func aLongRoundTakesTheNewsQueuedBehindItForTheStreamsItHasNotReached() async throws {
+        var log = EventLog(capacity: 16)
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let members = (0..<200).map { _ in RecordingListener(loop: loop) }
+        let group = try #require(members.map { log.addListener($0) }.first ?? nil)
+        log.append(.state, data("started"))
+        let first = try #require(log.takeAnnouncement()?.news)
+        log.append(.items, data("items"))
+        log.append(.done, data("done"))
+        let second = try #require(log.takeAnnouncement()?.news)
+        // The second arrives while the round of the first writes its tenth stream.
+        members[10].onWake = { group.shared.withLock { $0.pending = second } }
+        try await loop.submit { group.wake(.news, first) }.get()
+        let reached = LoopListeners.membersBetweenLooks
+        #expect(members[..<reached].allSatisfy { $0.written == [[1]] })
+        #expect(members[reached...].allSatisfy { $0.written == [[1, 2, 3]] }, "one write each")
+        // The round the second queued: the first streams take it, the others are past it.
+        try await loop.submit { group.wake(.news, second) }.get()
+        #expect(members[..<reached].allSatisfy { $0.written == [[1], [2, 3]] })
+        #expect(members[reached...].allSatisfy { $0.written == [[1, 2, 3]] }, "nothing twice")
+    }
+}
+
+/// A stream that writes what a round hands it at its cursor, and remembers each write's ids.
+private final class RecordingListener: EventListener, @unchecked Sendable {
+    // Touched only on `eventLoop`, where every wake-up runs.
+    let eventLoop: any EventLoop
+    var cursor: UInt64 = 0
+    var written: [[UInt64]] = []
+    var onWake: (() -> Void)?
+
+    init(loop: any EventLoop) { eventLoop = loop }
+
+    func wake(_ reason: Wakeup.Reason, replay: inout ReplayCache) {
+        onWake?()
+        guard let answer = replay.announced(after: cursor) else { return written.append([]) }
+        guard !answer.events.isEmpty else { return }
+        written.append(answer.events.map(\.id))
+        cursor = answer.cursor
+    }
+}
+
 private final class QuietListener: EventListener {
     let eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
     func wake(_ reason: Wakeup.Reason, replay: inout ReplayCache) {}

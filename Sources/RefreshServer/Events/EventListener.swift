@@ -140,7 +140,28 @@ final class LoopListeners: Sendable {
 
     private func wake(_ members: [any EventListener], _ reason: Wakeup.Reason, _ news: Announcement?) {
         var replay = ReplayCache(news)
-        for member in members { member.wake(reason, replay: &replay) }
+        var carried = news
+        for (index, member) in members.enumerated() {
+            if reason == .news, index > 0, index.isMultiple(of: Self.membersBetweenLooks), let newer = newsSince(carried) {
+                replay = ReplayCache(newer)
+                carried = newer
+            }
+            member.wake(reason, replay: &replay)
+        }
+    }
+
+    /// How many streams a round writes between two looks at the news queued behind it.
+    static let membersBetweenLooks = 64
+
+    /// A round to many streams takes a while, and what the session appended meanwhile waits in
+    /// ``Shared/pending`` for the next round: the streams this round has yet to reach take it
+    /// now, with what the round carries, in one write instead of two (a refresh's start, then
+    /// its items). The next round still comes, for the streams already written to; the later
+    /// ones, already past it, write nothing then.
+    private func newsSince(_ carried: Announcement?) -> Announcement? {
+        guard let carried, let pending = shared.withLock({ $0.pending }) else { return nil }
+        let merged = carried.merged(with: pending)
+        return merged.through > carried.through ? merged : nil
     }
 }
 
