@@ -294,7 +294,8 @@ struct PostgresFeedTests {
     /// `jsonb` text: keys in its order, `null` for absent fields), comes out whole; an item
     /// that does not read as one is left out, so the listener reads the head instead.
     @Test func aNoticeCarriesTheHeadsItemWhenItReadsAsOne() throws {
-        let payload = #"team.eng 9 {"id": "a b", "link": null, "title": "Ünïcode \"quoted\"", "author": "x", "summary": null, "published": 1800000000000}"#
+        let payload =
+            #"team.eng 9 {"id": "a b", "link": null, "title": "Ünïcode \"quoted\"", "author": "x", "summary": null, "published": 1800000000000}"#
         let notice = try #require(HeadNotice(payload: payload))
         #expect(notice.feed == FeedName("team.eng") && notice.head == 9)
         #expect(
@@ -334,7 +335,9 @@ struct PostgresFeedTests {
         #expect(subscriber.heads[team] == first.head && subscriber.told == [team] && subscriber.woken.isEmpty)
 
         // Replacing an item adds nothing: no head is made, none is notified.
-        let replaced = try await writer.feed(team).publishReportingHead([FeedItem(id: "team-1", title: "again", published: Timestamp(milliseconds: 1))])
+        let replaced = try await writer.feed(team).publishReportingHead([
+            FeedItem(id: "team-1", title: "again", published: Timestamp(milliseconds: 1))
+        ])
         #expect(replaced.head == nil)
 
         // An item whose notice would pass PostgreSQL's 8000 bytes travels without it.

@@ -36,10 +36,14 @@ extension SampleDecoding {
             case .seq:
                 guard let number = reader.number(), number.rounded() == number, abs(number) <= JSONValue.largestExactInteger else { return nil }
                 seq = Int(number)
-            case .y: guard let number = reader.number() else { return nil }; y = number
-            case .t: guard let number = reader.number() else { return nil }; t = number
-            case .contentHeight: guard let number = reader.number() else { return nil }; contentHeight = number
-            case .viewportHeight: guard let number = reader.number() else { return nil }; viewportHeight = number
+            case .y, .t, .contentHeight, .viewportHeight:
+                guard let number = reader.number() else { return nil }
+                switch member {
+                case .y: y = number
+                case .t: t = number
+                case .contentHeight: contentHeight = number
+                default: viewportHeight = number
+                }
             }
             reader.skipSpace()
         } while reader.take(UInt8(ascii: ","))
@@ -53,7 +57,12 @@ extension SampleDecoding {
 
 /// A sample's members, each a bit of the set already read.
 private enum PlainMember: UInt8 {
-    case seq = 1, t = 2, y = 4, phase = 8, contentHeight = 16, viewportHeight = 32
+    case seq = 1
+    case t = 2
+    case y = 4
+    case phase = 8
+    case contentHeight = 16
+    case viewportHeight = 32
 }
 
 /// The few JSON tokens a plain sample holds, over the body's bytes.
