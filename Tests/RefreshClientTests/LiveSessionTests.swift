@@ -260,11 +260,12 @@ import Testing
                 let events = EventRecorder(session)
                 _ = try await Self.firstPage(events)
                 try await within(30, "a 429 from the flood") {
-                    for index in 1... {
+                    for index in 1...2_000 {
                         await session.post(Self.drag(-Double(index % 120)))
                         if proxy.answers(status: "429") > 0 { return }
                         try await Task.sleep(for: .milliseconds(5))
                     }
+                    throw TestFailure("no 429 for 2,000 drags at one sample a second")
                 }
                 // More drags queue behind the refused one; the release replaces them.
                 for index in 1...20 { await session.post(Self.drag(-Double(index))) }

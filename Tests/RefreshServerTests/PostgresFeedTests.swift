@@ -79,15 +79,20 @@ struct PostgresFeedTests {
             _ = try await first.appliedMigrations()
             let (connecting, started) = AsyncStream<Void>.makeStream()
             let stages = Stages()
-            async let firstUpdate = first.update { progress in
-                if progress.stage == "connecting" { started.yield() }
+            // The stream ends with the update, so a first update that fails before it connects
+            // fails the test instead of leaving it waiting.
+            let firstUpdate = Task {
+                defer { started.finish() }
+                return try await first.update { progress in
+                    if progress.stage == "connecting" { started.yield() }
+                }
             }
             _ = await connecting.first(where: { _ in true })
             let joined = try await second.update { progress in
                 stages.append(progress.stage)
                 if progress.stage == "waiting" { log.openGate() }
             }
-            let update = try await firstUpdate
+            let update = try await firstUpdate.value
             #expect(update.added == 12)
             #expect(joined.added == 0, "the items came by the other instance")
             #expect(stages.all.first == "waiting")
@@ -170,6 +175,9 @@ struct PostgresFeedTests {
             proxy.faults.failing = "pg_advisory_unlock"
             let update = try await first.update { _ in }
             #expect(update.added == 12, "the refresh stands: the lock went with its connection")
+            // PostgreSQL lets the lock go once it sees the connection close (through the proxy,
+            // a moment later); a lock returned to the pool instead would be held for ever.
+            try await eventually("the lock goes with its connection") { try await Self.advisoryLocks(in: second) == 0 }
             let stages = Stages()
             let next = Task { try await second.update { stages.append($0.stage) } }
             let deadline = Task {
@@ -380,6 +388,17 @@ struct PostgresFeedTests {
         let feeds = FeedRegistry(feed: feed, configuration: ServerConfiguration(), metrics: ServerMetrics())
         let news = try feeds.join(.main).news
         return (feed, news, HeadListener(feed: feed, news: feeds, pollInterval: poll, logger: TestPostgres.logger))
+    }
+
+    /// The advisory locks held in `feed`'s database.
+    private static func advisoryLocks(in feed: PostgresFeed) async throws -> Int {
+        let rows = try await feed.client.query(
+            """
+            SELECT count(*) FROM pg_locks
+            WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            """, logger: TestPostgres.logger)
+        for try await count in rows.decode(Int64.self) { return Int(count) }
+        return 0
     }
 
     private func terminateListeners(_ feed: PostgresFeed) async throws -> Int {
