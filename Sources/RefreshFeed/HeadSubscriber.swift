@@ -18,6 +18,8 @@ public protocol HeadSubscriber: Sendable {
     /// watched feed whose head is past the known one.
     func headMayHaveMoved(in feed: FeedName) async
     /// The head of `feed` moved to `head`, committed and visible to every reader: tell whoever
-    /// waits for it, without reading it again. Called for a notice that carried its item.
+    /// waits for it, without reading it again. Called for notices that carried their item, one
+    /// call at a time per feed: notices that come during a call keep only the newest head for
+    /// the next.
     func headMoved(in feed: FeedName, to head: FeedHead) async
 }

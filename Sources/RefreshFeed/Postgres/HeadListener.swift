@@ -23,6 +23,8 @@ import Synchronization
 public final class HeadListener: Service, Sendable {
     private let feed: PostgresFeed
     private let news: any HeadSubscriber
+    /// Heads notices carried, waiting to be handed to ``news``.
+    private let carried = CarriedHeads()
     private let pollInterval: Duration
     private let heartbeat: Duration
     private let logger: Logger
@@ -113,18 +115,23 @@ public final class HeadListener: Service, Sendable {
                     // only then is the instance ready.
                     try await self.catchUpWatchedFeeds(on: connection)
                     self.listening.store(true, ordering: .relaxed)
-                    for try await notification in notifications {
-                        guard let notice = HeadNotice(payload: notification.payload) else {
-                            // Not a notice this version sends: whatever moved, the heads say.
-                            try await self.catchUpWatchedFeeds(on: connection)
-                            continue
-                        }
-                        // A burst of commits: the first read reaches the newest head.
-                        guard let known = self.news.knownHead(of: notice.feed), notice.head > known else { continue }
-                        if let item = notice.item {
-                            await self.news.headMoved(in: notice.feed, to: FeedHead(position: notice.head, item: item))
-                        } else {
-                            await self.news.headMayHaveMoved(in: notice.feed)
+                    try await withThrowingDiscardingTaskGroup { handOvers in
+                        for try await notification in notifications {
+                            guard let notice = HeadNotice(payload: notification.payload) else {
+                                // Not a notice this version sends: whatever moved, the heads say.
+                                try await self.catchUpWatchedFeeds(on: connection)
+                                continue
+                            }
+                            guard let known = self.news.knownHead(of: notice.feed), notice.head > known else { continue }
+                            guard let item = notice.item else {
+                                // A burst of commits: the first read reaches the newest head.
+                                await self.news.headMayHaveMoved(in: notice.feed)
+                                continue
+                            }
+                            // Handed over beside the notices that follow, coalesced per feed.
+                            if self.carried.offer(FeedHead(position: notice.head, item: item), in: notice.feed) {
+                                handOvers.addTask { await self.handOver(notice.feed) }
+                            }
                         }
                     }
                 }
@@ -132,6 +139,16 @@ public final class HeadListener: Service, Sendable {
             // Whichever ends first, the heartbeat failing or the notifications, ends both.
             defer { group.cancelAll() }
             try await group.next()
+        }
+    }
+
+    /// Tells the subscriber `feed`'s newest carried head, and again while newer ones came
+    /// meanwhile.
+    private func handOver(_ feed: FeedName) async {
+        var delivered: FeedPosition?
+        while let head = carried.next(in: feed, after: delivered) {
+            await news.headMoved(in: feed, to: head)
+            delivered = head.position
         }
     }
 

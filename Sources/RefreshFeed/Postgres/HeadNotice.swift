@@ -8,11 +8,13 @@ import RefreshJSON
 /// publish. A notice without the item (`NAME HEAD`: an item too long for PostgreSQL's 8000
 /// bytes, or the v3 function) is read as before.
 ///
-/// An instance of an older version cannot parse either form and so reads the heads it
-/// watches, losing no news. It must not write across the feeds migration, though: its
-/// statements know one head row and no feed column, and would write across feeds. The
-/// schema's feeds migration therefore takes a stop of every older instance (README,
-/// "Upgrading").
+/// An instance of a version before the item travelled (the schema's v3) parses `NAME HEAD`
+/// but not the form with the item, and one before the feeds parses neither: either reads the
+/// heads it watches on every notice it cannot parse, losing no news but falling behind under
+/// a heavy stream of publishes, so it is best replaced soon. One from before the feeds must
+/// not write at all, though: its statements know one head row and no feed column, and would
+/// write across feeds. The schema's feeds migration therefore takes a stop of every older
+/// instance (README, "Upgrading").
 struct HeadNotice: Equatable, Sendable {
     let feed: FeedName
     let head: FeedPosition
@@ -43,7 +45,7 @@ struct HeadNotice: Equatable, Sendable {
     private static func item(_ json: [UInt8]) -> FeedItem? {
         guard case .object(let fields)? = try? JSONParser.parse(json),
             case .string(let id)? = fields["id"], case .string(let title)? = fields["title"],
-            case .number(let milliseconds)? = fields["published"],
+            case .number(let milliseconds)? = fields["published"], abs(milliseconds) <= JSONValue.largestExactInteger,
             let published = Int64(exactly: milliseconds),
             let summary = optionalText(fields["summary"]), let link = optionalText(fields["link"]),
             let author = optionalText(fields["author"])
