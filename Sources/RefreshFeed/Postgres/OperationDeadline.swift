@@ -23,10 +23,12 @@ extension PostgresFeed {
             try await Task.sleep(for: Self.operationDeadline)
             // Too late to say no to a write that is committing: its outcome is the answer.
             guard attempt.abandon() else { return }
-            work.cancel()
+            // Answered before the work is cancelled: cancelled, it ends with a
+            // `CancellationError` of its own, which must not become the answer (a 500).
             answer.give(
                 .failure(
                     FeedStoreUnavailable("PostgreSQL did not answer within \(Self.operationDeadline.secondsText) while \(doing)")))
+            work.cancel()
         }
         defer { timer.cancel() }
         let outcome = await withTaskCancellationHandler {
