@@ -160,8 +160,13 @@ final class LoopListeners: Sendable {
     /// ones, already past it, write nothing then.
     private func newsSince(_ carried: Announcement?) -> Announcement? {
         guard let carried, let pending = shared.withLock({ $0.pending }) else { return nil }
-        let merged = carried.merged(with: pending)
-        return merged.through > carried.through ? merged : nil
+        var merged = carried.merged(with: pending)
+        guard merged.through > carried.through else { return nil }
+        // The latency of a sample behind these events is taken by the round that carries them
+        // first, at its first stream: this one already did for the events it carried, and the
+        // next round does for the rest.
+        merged.sampleArrival = nil
+        return merged
     }
 }
 
