@@ -328,7 +328,6 @@ import Testing
     }
 }
 
-/// A stream that is open but never woken in the test.
 extension EventLogTests {
     /// A round to many streams that finds news queued behind it (a refresh's items appended
     /// while it writes the refresh's start) hands the streams it has yet to reach both at
@@ -376,6 +375,7 @@ private final class RecordingListener: EventListener, @unchecked Sendable {
     }
 }
 
+/// A stream that is open but never woken in the test.
 private final class QuietListener: EventListener {
     let eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
     func wake(_ reason: Wakeup.Reason, replay: inout ReplayCache) {}
