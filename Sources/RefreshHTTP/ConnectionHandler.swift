@@ -9,9 +9,14 @@ import NIOHTTP1
 /// admission found (route, CORS origin) comes in the actions.
 ///
 /// Requests routed to be answered at once are answered here, on the event loop, without a
-/// task, and an open stream is this handler writing the application's batches as the socket
-/// takes them. Any other request is answered by the application's router on a task, which
-/// writes back through ``RoutedResponseWriter``.
+/// task, and an open stream writes its batches through a ``StreamWriter`` whenever the
+/// machine says the socket takes them. Any other request is answered by the application's
+/// router on a task, which writes back through ``RoutedResponseWriter``.
+///
+/// The handler is not generic over its application: NIO calls a handler through its
+/// protocol, so a generic one would run unspecialised, looking up its application's types
+/// at every sample. The application is an existential and the stream an object
+/// (``HTTPStream``), and this file is compiled once, for every application.
 /// Every answer is written as bytes straight to the socket: the pipeline is NIO's request
 /// decoder and this handler, nothing else.
 ///
@@ -20,14 +25,14 @@ import NIOHTTP1
 /// nothing: it answers such a request as if it had no `Upgrade`, and puts a fresh decoder in
 /// the stopped one's place, which hands it the bytes it held. A client that asks for `h2c`
 /// (`curl --http2`) so goes on in HTTP/1.1 on the same connection.
-package final class ConnectionHandler<Application: HTTPApplication>: ChannelDuplexHandler, RemovableChannelHandler {
+package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     package typealias InboundIn = HTTPServerRequestPart
     package typealias OutboundIn = ByteBuffer
     package typealias OutboundOut = ByteBuffer
-    package typealias Machine = ConnectionStateMachine<Application.Stream>
+    package typealias Machine = ConnectionStateMachine<any HTTPStream>
 
     private var machine: Machine
-    private let application: Application
+    private let application: any HTTPApplication
     private let configuration: HTTPConfiguration
     private var context: ChannelHandlerContext?
     /// The deadline the machine asked for and when it is due. One timer serves them all: it
@@ -43,7 +48,7 @@ package final class ConnectionHandler<Application: HTTPApplication>: ChannelDupl
     /// The head that arrived last stops the decoder at its end (``ConnectionStateMachine/decoderStops(after:)``).
     private var decoderStopsAtEnd = false
 
-    package init(application: Application) {
+    package init(application: any HTTPApplication) {
         self.application = application
         configuration = application.http
         machine = Machine(limits: configuration.limits, policy: application.policy, routing: application.routing)
@@ -181,10 +186,9 @@ package final class ConnectionHandler<Application: HTTPApplication>: ChannelDupl
             write(application.refusal(error, head: head), to: head, cors: cors, closes: then == .close, context: context)
             if then == .close { closeOutput(context: context) }
         case .writeEvents:
-            var shared = application.makeShared()
-            writeEvents(application.moreToWrite, shared: &shared, context: context)
-        case .endStream(var stream, let then):
-            var end = application.finish(&stream) ?? ByteBuffer()
+            if let stream = machine.withStream({ $0 }) { stream.socketDrained() }
+        case .endStream(let stream, let then):
+            var end = stream.finish() ?? ByteBuffer()
             end.writeImmutableBuffer(ResponseHead.lastChunk)
             context.writeAndFlush(wrapOutboundOut(end), promise: nil)
             if then == .close { closeOutput(context: context) }
@@ -318,8 +322,8 @@ package final class ConnectionHandler<Application: HTTPApplication>: ChannelDupl
 
     private func openStream(_ request: Machine.Request, context: ChannelHandlerContext) {
         guard case .stream(let parameter) = request.route else { return }
-        let waker = StreamWaker(eventLoop: context.eventLoop, handler: NIOLoopBound(self, eventLoop: context.eventLoop))
-        switch application.openStream(request, parameter: parameter, waker: waker, channel: context.channel) {
+        let writer = StreamWriter(eventLoop: context.eventLoop, handler: NIOLoopBound(self, eventLoop: context.eventLoop))
+        switch application.openStream(request, parameter: parameter, writer: writer, channel: context.channel) {
         case .opened(let stream, let bytes):
             try? context.channel.syncOptions?.setOption(
                 ChannelOptions.socketOption(.so_sndbuf), value: SocketOptionValue(configuration.streamSendBufferBytes))
@@ -334,38 +338,27 @@ package final class ConnectionHandler<Application: HTTPApplication>: ChannelDupl
         }
     }
 
-    /// On this event loop, from the application's wake-up.
-    func streamWoken(_ wake: Application.Wake, shared: inout Application.Shared) {
-        guard let context else { return }
-        let action = machine.streamWoken(ended: application.ends(wake))
-        if case .writeEvents = action {
-            writeEvents(wake, shared: &shared, context: context)
-        } else {
-            run(action, context: context)
-        }
+    /// On this event loop, from the stream's ``StreamWriter``: whether the socket takes a
+    /// batch now; if not, the stream is told when it does, and the send deadline runs meanwhile.
+    func streamMayWrite() -> Bool {
+        guard let context else { return false }
+        let action = machine.streamWoken(ended: false)
+        if case .writeEvents = action { return true }
+        run(action, context: context)
+        return false
     }
 
-    /// Writes what the stream has, batch by batch while the socket takes it; what is left
-    /// waits in the application until the socket is writable again.
-    private func writeEvents(_ wake: Application.Wake, shared: inout Application.Shared, context: ChannelHandlerContext) {
-        var wake = wake
-        while true {
-            let batch: StreamBatch?
-            do {
-                batch = try machine.withStream { [application] stream in try application.nextBatch(of: &stream, after: wake, shared: &shared) } ?? nil
-            } catch {
-                return run(machine.streamFailed(), context: context)
-            }
-            if let batch {
-                for part in batch.parts { context.write(wrapOutboundOut(part), promise: nil) }
-                context.flush()
-                application.batchWritten(shared: &shared)
-            }
-            guard batch?.more == true else { return }
-            wake = application.moreToWrite
-            // The socket may have filled with this batch: then the stream waits for it.
-            guard case .writeEvents = machine.streamWoken(ended: false) else { return armDeadline(context: context) }
-        }
+    /// On this event loop: one batch of the stream, in one write.
+    func writeStream(_ parts: [ByteBuffer]) {
+        guard let context else { return }
+        for part in parts { context.write(wrapOutboundOut(part), promise: nil) }
+        context.flush()
+    }
+
+    /// On this event loop: what the stream follows ended (or it could not make its bytes).
+    func streamEnded(failed: Bool) {
+        guard let context else { return }
+        run(failed ? machine.streamFailed() : machine.streamWoken(ended: true), context: context)
     }
 }
 
@@ -373,8 +366,8 @@ package final class ConnectionHandler<Application: HTTPApplication>: ChannelDupl
 /// the event loop and waits until written, so a large body cannot outrun a slow client. The
 /// head waits for the first body buffer, so a small answer is one write. A body of unknown
 /// length is sent chunked.
-package struct RoutedResponseWriter<Application: HTTPApplication>: Sendable {
-    let handler: NIOLoopBound<ConnectionHandler<Application>>
+package struct RoutedResponseWriter: Sendable {
+    let handler: NIOLoopBound<ConnectionHandler>
     let eventLoop: any EventLoop
     let request: HTTPRequestHead
     /// The request's `--cors-origin`, as admission found it.
@@ -392,7 +385,7 @@ package struct RoutedResponseWriter<Application: HTTPApplication>: Sendable {
         case collected
     }
 
-    init(handler: NIOLoopBound<ConnectionHandler<Application>>, eventLoop: any EventLoop, request: HTTPRequestHead, cors: String?) {
+    init(handler: NIOLoopBound<ConnectionHandler>, eventLoop: any EventLoop, request: HTTPRequestHead, cors: String?) {
         self.handler = handler
         self.eventLoop = eventLoop
         self.request = request

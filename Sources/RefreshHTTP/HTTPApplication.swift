@@ -6,13 +6,6 @@ import NIOHTTP1
 /// the answers say. Every requirement but ``respond(to:body:channel:writer:)`` is called on
 /// the connection's event loop.
 package protocol HTTPApplication: AnyObject, Sendable {
-    /// What an open stream keeps (its place in the application's log).
-    associatedtype Stream
-    /// Why a stream is woken: there is something to write, or what it follows has ended.
-    associatedtype Wake
-    /// What one round of wake-ups shares among the streams it reaches.
-    associatedtype Shared
-
     /// The limits, deadlines and names of the connection.
     var http: HTTPConfiguration { get }
     /// Which hosts are answered, which requests may change state, which origins get CORS.
@@ -27,32 +20,35 @@ package protocol HTTPApplication: AnyObject, Sendable {
     /// A CORS preflight the connection answered by itself, to be counted.
     func preflightAnswered(_ head: HTTPRequestHead)
     /// A request routed ``HTTPRoute/stream(parameter:)``: the stream and its opening bytes, or
-    /// the answer instead. `waker` is how the application wakes the stream later.
-    func openStream(_ request: ConnectionRequest, parameter: String, waker: StreamWaker<Self>, channel: any Channel) -> StreamOpening<Stream>
-    /// The next bytes an open stream has to write after `wake`, if any.
-    func nextBatch(of stream: inout Stream, after wake: Wake, shared: inout Shared) throws -> StreamBatch?
-    /// A batch of the stream went to the socket (not called for a wake-up that wrote nothing).
-    func batchWritten(shared: inout Shared)
-    /// What a stream is woken with when the socket drains, or a batch said more follows.
-    var moreToWrite: Wake { get }
-    /// What a round of wake-ups starts with.
-    func makeShared() -> Shared
-    /// Whether `wake` says what the stream follows has ended (the stream then ends too).
-    func ends(_ wake: Wake) -> Bool
-    /// The last bytes of a stream that ends cleanly (a compressor's trailer), if any.
-    func finish(_ stream: inout Stream) -> ByteBuffer?
+    /// the answer instead. `writer` is how the stream writes later.
+    func openStream(_ request: ConnectionRequest, parameter: String, writer: StreamWriter, channel: any Channel) -> StreamOpening
     /// A request routed ``HTTPRoute/router``, answered on a task: the answer goes out
     /// through `writer`, once.
-    func respond(to request: ConnectionRequest, body: ByteBuffer, channel: any Channel, writer: RoutedResponseWriter<Self>) async
+    func respond(to request: ConnectionRequest, body: ByteBuffer, channel: any Channel, writer: RoutedResponseWriter) async
     /// The answer to a request the connection refused by itself, logged and counted as the
     /// application does any refusal. `head` is `nil` when no request got that far.
     func refusal(_ refusal: HTTPRefusal, head: HTTPRequestHead?) -> HTTPAnswer
 }
 
+/// An open stream: the application's, on its connection's event loop. The connection holds
+/// it while the response lasts (and lets go of it when the connection ends, however it
+/// ends); the stream writes through its ``StreamWriter`` whenever it has something to send.
+///
+/// Nothing here is generic: the connection layer is compiled once, for any application, and
+/// a sample's path through it costs no look-ups of the application's types.
+package protocol HTTPStream: AnyObject {
+    /// The socket was full when the stream last asked (``StreamWriter/mayWrite()``) and takes
+    /// bytes again: the stream writes what waits.
+    func socketDrained()
+    /// The response ends cleanly (what the stream follows ended, its client left, the server
+    /// stops): its last bytes before the final chunk (a compressor's trailer), if any.
+    func finish() -> ByteBuffer?
+}
+
 /// How a request for a stream is answered.
-package enum StreamOpening<Stream> {
+package enum StreamOpening {
     /// The stream, and the bytes that open it (its response head included).
-    case opened(Stream, ByteBuffer)
+    case opened(any HTTPStream, ByteBuffer)
     /// Not now: the answer that tells the client to come back later; the connection then closes.
     case overloaded(HTTPAnswer)
     /// Not at all.
@@ -61,25 +57,34 @@ package enum StreamOpening<Stream> {
     case headOnly(HTTPAnswer)
 }
 
-/// Bytes of a stream for one write; `more`: another batch follows as soon as the socket takes it.
-package struct StreamBatch {
-    package var parts: [ByteBuffer]
-    package var more: Bool
-
-    package init(parts: [ByteBuffer], more: Bool) {
-        self.parts = parts
-        self.more = more
-    }
-}
-
-/// How the application wakes an open stream: the connection, only ever touched on its event
-/// loop.
-package struct StreamWaker<Application: HTTPApplication>: Sendable {
+/// How an open stream writes: its connection, only ever touched on its event loop. The
+/// stream asks before it makes a batch, so what the socket cannot take yet stays where it
+/// was (in the application's log), not in a buffer per connection.
+package struct StreamWriter: Sendable {
     package let eventLoop: any EventLoop
-    let handler: NIOLoopBound<ConnectionHandler<Application>>
+    let handler: NIOLoopBound<ConnectionHandler>
 
-    /// On `eventLoop`. `shared` is shared by the streams woken together.
-    package func wake(_ wake: Application.Wake, shared: inout Application.Shared) {
-        handler.value.streamWoken(wake, shared: &shared)
+    /// On `eventLoop`: whether the socket takes a batch now. When it does not, the stream is
+    /// told (``HTTPStream/socketDrained()``) once it does; a client that never reads meets
+    /// the send deadline.
+    package func mayWrite() -> Bool {
+        handler.value.streamMayWrite()
+    }
+
+    /// On `eventLoop`, after ``mayWrite()`` said yes: the buffers of one batch, written in
+    /// order and flushed together.
+    package func write(_ parts: [ByteBuffer]) {
+        handler.value.writeStream(parts)
+    }
+
+    /// On `eventLoop`: what the stream follows has ended, and so does its response
+    /// (``HTTPStream/finish()``); the connection then serves on or closes.
+    package func end() {
+        handler.value.streamEnded(failed: false)
+    }
+
+    /// On `eventLoop`: the stream could not make its bytes and cannot go on; the connection closes.
+    package func fail() {
+        handler.value.streamEnded(failed: true)
     }
 }

@@ -96,8 +96,8 @@ final class HotRoutes: Sendable {
     /// that open it are the response head, `retry:` and the catch-up; `overloaded` tells the
     /// browser to come back later; `refused` is an unknown session or a bad `Last-Event-ID`.
     func openStream(
-        _ head: HTTPRequestHead, session id: String, cors: String?, listener: any EventListener, channel: any Channel
-    ) -> StreamOpening<EventStream> {
+        _ head: HTTPRequestHead, session id: String, cors: String?, stream: ConnectionStream, channel: any Channel
+    ) -> StreamOpening {
         do {
             // A stream is an endless chunked body; HTTP/1.0 has no chunks.
             guard head.version.major == 1, head.version.minor >= 1 else { throw APIError.streamNeedsHTTP11 }
@@ -114,8 +114,8 @@ final class HotRoutes: Sendable {
                 return .overloaded(EventStream.overloadAnswer(configuration))
             }
             guard
-                let (stream, response, opening) = try EventStream.open(
-                    session: session, listener: listener, ticket: ticket, lastEventID: lastEventID,
+                let (events, response, opening) = try EventStream.open(
+                    session: session, listener: StreamListener(stream), ticket: ticket, lastEventID: lastEventID,
                     gzip: Gzip.accepted(by: head.headers), closesAfter: expires.map { AccessToken.streamLife(until: $0) },
                     configuration: configuration)
             else { throw APIError.sessionNotFound(id) }
@@ -124,6 +124,7 @@ final class HotRoutes: Sendable {
             ResponseHead.write(
                 status: response.status, fields: response.headerFields, connection: .none, cors: cors, into: &bytes)
             bytes.writeImmutableBuffer(opening)
+            stream.events = events
             return .opened(stream, bytes)
         } catch {
             return .refused(refusal(error, head))
