@@ -15,6 +15,9 @@
 # an HMAC key whose session reads a private feed with a token (AUTH_ROUNDS interleaved rounds,
 # default 3): the sample path does no token work, so the two should match.
 #
+# L1_SAMPLES overrides how many samples L1 posts (default 10,000): a longer run settles the
+# CPU per sample better when two builds are compared round by round.
+#
 # The cluster figure is not against nchan: three instances sharing a throwaway PostgreSQL
 # (scripts/postgres, in a temporary folder, stopped on exit) against one instance on an
 # SQLite file, with the same parameters, one after the other for each parameter.
@@ -64,7 +67,7 @@ if [ "$smoke" = yes ]; then
     cluster_counts="30"; cluster_rounds=2; rate_counts="30"; rate_publishers=2; rate_seconds=2; rate_feeds="2"
     out=$(mktemp -d)
 else
-    l1_samples=10000; l2_counts="100 1000"; l2_seconds=20; fan_counts="1000 10000"; fan_rounds=5; memory_counts="1000 10000"; auth_rounds=3
+    l1_samples=${L1_SAMPLES:-10000}; l2_counts="100 1000"; l2_seconds=20; fan_counts="1000 10000"; fan_rounds=5; memory_counts="1000 10000"; auth_rounds=3
     news_counts="1000 10000"; news_rounds=5; isolation_counts="10000"; isolation_rounds=5
     cluster_counts="1000 10000"; cluster_rounds=5; rate_counts="10 1000"; rate_publishers=8; rate_seconds=20; rate_feeds="1 8"
     # 10,000 streams take as many descriptors in the client and in the server.
