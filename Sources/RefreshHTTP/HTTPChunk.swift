@@ -5,18 +5,31 @@ package enum HTTPChunk {
     /// One chunk as buffers to write in order: its size line, the parts as they are (their
     /// storage shared, not copied), its end.
     package static func parts(_ parts: [ByteBuffer]) -> [ByteBuffer] {
-        let size = parts.reduce(0) { $0 + $1.readableBytes }
-        return [ByteBuffer(string: String(size, radix: 16) + "\r\n")] + parts + [ByteBuffer(string: "\r\n")]
+        var line = ByteBuffer()
+        writeSizeLine(parts.reduce(0) { $0 + $1.readableBytes }, into: &line)
+        return [line] + parts + [ByteBuffer(string: "\r\n")]
     }
 
     package static func frame(_ parts: [ByteBuffer]) -> ByteBuffer {
         let size = parts.reduce(0) { $0 + $1.readableBytes }
-        let header = String(size, radix: 16)
-        var chunk = ByteBufferAllocator().buffer(capacity: header.utf8.count + size + 4)
-        chunk.writeString(header)
-        chunk.writeStaticString("\r\n")
+        var chunk = ByteBufferAllocator().buffer(capacity: size + 24)
+        writeSizeLine(size, into: &chunk)
         for part in parts { chunk.writeImmutableBuffer(part) }
         chunk.writeStaticString("\r\n")
         return chunk
+    }
+
+    /// A chunk's size line: the size in lowercase hexadecimal, then CRLF, written straight
+    /// into `buffer` (every event a stream sends starts with one).
+    package static func writeSizeLine(_ size: Int, into buffer: inout ByteBuffer) {
+        precondition(size >= 0, "a chunk of negative size")
+        var shift = 0
+        while size >> (shift + 4) > 0 { shift += 4 }
+        while shift >= 0 {
+            let digit = UInt8((size >> shift) & 0xF)
+            buffer.writeInteger(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+            shift -= 4
+        }
+        buffer.writeStaticString("\r\n")
     }
 }

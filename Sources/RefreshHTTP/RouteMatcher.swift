@@ -121,8 +121,12 @@ package struct RouteMatcher<Kind: Sendable>: Sendable {
 
     /// `uri` without its query or fragment.
     package static func path(of uri: String) -> Substring {
-        let path = uri.utf8.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }.map { uri[..<$0] } ?? uri[...]
-        return path
+        func ends(_ byte: UInt8) -> Bool { byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") }
+        // A target read off the wire is stored contiguously: its bytes are searched as bytes.
+        if let length = uri.utf8.withContiguousStorageIfAvailable({ $0.firstIndex(where: ends) ?? $0.count }) {
+            return uri[..<uri.utf8.index(uri.utf8.startIndex, offsetBy: length)]
+        }
+        return uri.utf8.firstIndex(where: ends).map { uri[..<$0] } ?? uri[...]
     }
 
     /// Whether `path` is an API path: its first segment is ``api``.

@@ -54,13 +54,13 @@ struct EventLog: Sendable {
             latestNews = event
         } else {
             ring.append(event)
-            bytes += event.frame.capacity
+            bytes += event.chunk.capacity
             // The oldest go first.
             while let oldest = ring.first, ring.count > 1,
                 ring.count > capacity || (bytes > maxBytes && ring.count > Self.keptWhateverTheirSize)
             {
                 ring.removeFirst()
-                bytes -= oldest.frame.capacity
+                bytes -= oldest.chunk.capacity
                 droppedThrough = oldest.id
             }
         }
