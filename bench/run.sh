@@ -67,7 +67,7 @@ if [ "$smoke" = yes ]; then
     cluster_counts="30"; cluster_rounds=2; rate_counts="30"; rate_publishers=2; rate_seconds=2; rate_feeds="2"
     out=$(mktemp -d)
 else
-    l1_samples=${L1_SAMPLES:-10000}; l2_counts="100 1000"; l2_seconds=20; fan_counts="1000 10000"; fan_rounds=5; memory_counts="1000 10000"; auth_rounds=3
+    l1_samples=10000; l2_counts="100 1000"; l2_seconds=20; fan_counts="1000 10000"; fan_rounds=5; memory_counts="1000 10000"; auth_rounds=3
     news_counts="1000 10000"; news_rounds=5; isolation_counts="10000"; isolation_rounds=5
     cluster_counts="1000 10000"; cluster_rounds=5; rate_counts="10 1000"; rate_publishers=8; rate_seconds=20; rate_feeds="1 8"
     # 10,000 streams take as many descriptors in the client and in the server.
@@ -80,6 +80,11 @@ fi
 cluster_counts=${CLUSTER_COUNTS:-$cluster_counts}; cluster_rounds=${CLUSTER_ROUNDS:-$cluster_rounds}
 rate_counts=${RATE_COUNTS:-$rate_counts}; rate_publishers=${RATE_PUBLISHERS:-$rate_publishers}; rate_seconds=${RATE_SECONDS:-$rate_seconds}
 auth_rounds=${AUTH_ROUNDS:-$auth_rounds}
+l1_samples=${L1_SAMPLES:-$l1_samples}
+if ! [[ $l1_samples =~ ^[1-9][0-9]*$ ]]; then
+    echo "L1_SAMPLES must be a positive whole number, not '$l1_samples'" >&2
+    exit 2
+fi
 work=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
 lines="$work/lines.jsonl"

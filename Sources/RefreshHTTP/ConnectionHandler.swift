@@ -186,7 +186,7 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
             write(application.refusal(error, head: head), to: head, cors: cors, closes: then == .close, context: context)
             if then == .close { closeOutput(context: context) }
         case .writeEvents:
-            if let stream = machine.withStream({ $0 }) { stream.socketDrained() }
+            machine.stream?.socketDrained()
         case .endStream(let stream, let then):
             var end = stream.finish() ?? ByteBuffer()
             end.writeImmutableBuffer(ResponseHead.lastChunk)
@@ -322,7 +322,7 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
 
     private func openStream(_ request: Machine.Request, context: ChannelHandlerContext) {
         guard case .stream(let parameter) = request.route else { return }
-        let writer = StreamWriter(eventLoop: context.eventLoop, handler: NIOLoopBound(self, eventLoop: context.eventLoop))
+        let writer = StreamWriter(handler: NIOLoopBound(self, eventLoop: context.eventLoop))
         switch application.openStream(request, parameter: parameter, writer: writer, channel: context.channel) {
         case .opened(let stream, let bytes):
             try? context.channel.syncOptions?.setOption(
@@ -340,24 +340,30 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
 
     /// On this event loop, from the stream's ``StreamWriter``: whether the socket takes a
     /// batch now; if not, the stream is told when it does, and the send deadline runs meanwhile.
-    func streamMayWrite() -> Bool {
-        guard let context else { return false }
+    /// Only the open stream is answered: one that has ended is told no.
+    func streamMayWrite(_ stream: any HTTPStream) -> Bool {
+        guard let context, machine.stream === stream else { return false }
         let action = machine.streamWoken(ended: false)
         if case .writeEvents = action { return true }
         run(action, context: context)
         return false
     }
 
-    /// On this event loop: one batch of the stream, in one write.
-    func writeStream(_ parts: [ByteBuffer]) {
-        guard let context else { return }
+    /// On this event loop: one batch of the open stream, in one write. The machine must have
+    /// said the socket takes it (``streamMayWrite(_:)``): bytes at any other time would land
+    /// in a full socket with no deadline running, or in the next response.
+    func writeStream(_ parts: [ByteBuffer], of stream: any HTTPStream) {
+        guard let context, machine.stream === stream, machine.streamTakesBytes else {
+            assertionFailure("a stream wrote without being told it may")
+            return
+        }
         for part in parts { context.write(wrapOutboundOut(part), promise: nil) }
         context.flush()
     }
 
-    /// On this event loop: what the stream follows ended (or it could not make its bytes).
-    func streamEnded(failed: Bool) {
-        guard let context else { return }
+    /// On this event loop: what the open stream follows ended (or it could not make its bytes).
+    func streamEnded(_ stream: any HTTPStream, failed: Bool) {
+        guard let context, machine.stream === stream else { return }
         run(failed ? machine.streamFailed() : machine.streamWoken(ended: true), context: context)
     }
 }

@@ -26,10 +26,10 @@ import NIOHTTP1
 /// - **A stream is an answer that does not end.** A client asking to close after the answer
 ///   still gets its stream; it ends when what it follows does, or the server stops.
 ///
-/// `Stream` is what an open stream keeps (its place in the application's log); the machine
-/// only holds it, and lends it out (``withStream(_:)``) through a state that no input may
-/// arrive in. A head is judged once, by ``RequestAdmission``: its verdict (the route, the
-/// CORS origin) travels in the actions, so the handler never reads a header to decide.
+/// `Stream` is what an open stream keeps (the application's object for it); the machine
+/// only holds it, and lets go of it when the stream ends or the connection closes. A head is
+/// judged once, by ``RequestAdmission``: its verdict (the route, the CORS origin) travels in
+/// the actions, so the handler never reads a header to decide.
 package struct ConnectionStateMachine<Stream> {
     package typealias Limits = ConnectionLimits
     package typealias AbsoluteTarget = RequestTarget
@@ -136,8 +136,6 @@ package struct ConnectionStateMachine<Stream> {
         case streaming(Stream, keepAlive: Bool, waitsForWritability: Bool)
         case closing(Closing)
         case closed
-        /// The open stream is lent out (``withStream(_:)``): nothing may arrive meanwhile.
-        case modifying
     }
 
     private enum Lifecycle {
@@ -177,7 +175,6 @@ package struct ConnectionStateMachine<Stream> {
             case .answering, .streaming(_, _, waitsForWritability: true), .closing(.draining): .send
             case .closing(.lingering): .linger
             case .openingStream, .streaming, .closed: nil
-            case .modifying: Self.lent()
             }
         return kind.map { Deadline(kind: $0, epoch: epoch) }
     }
@@ -190,25 +187,18 @@ package struct ConnectionStateMachine<Stream> {
         case .receiving(let request): return !request.keepAlive
         case .idle, .streaming: return false
         case .closing, .closed: return true
-        case .modifying: Self.lent()
         }
     }
 
-    /// Runs `body` on the open stream's state; `nil` when no stream is open. The stream has
-    /// one owner while it changes (no copy of it is made), and the machine is in no state an
-    /// input could act on: one that arrives meanwhile is a fault, and traps.
-    package mutating func withStream<Result>(_ body: (inout Stream) throws -> Result) rethrows -> Result? {
-        guard case .streaming(var stream, let keepAlive, let waits) = state else {
-            if case .modifying = state { Self.lent() }
-            return nil
-        }
-        state = .modifying
-        defer { state = .streaming(stream, keepAlive: keepAlive, waitsForWritability: waits) }
-        return try body(&stream)
+    /// The open stream, if any.
+    package var stream: Stream? {
+        if case .streaming(let stream, _, _) = state { stream } else { nil }
     }
 
-    private static func lent() -> Never {
-        preconditionFailure("an input arrived while the stream was lent out")
+    /// Whether a stream's bytes may be written now: a stream is open and the socket took all
+    /// it was given.
+    package var streamTakesBytes: Bool {
+        if case .streaming(_, _, waitsForWritability: false) = state { writable } else { false }
     }
 
     // MARK: - Inputs from the decoder
@@ -238,8 +228,6 @@ package struct ConnectionStateMachine<Stream> {
     /// A read from the socket ended (whether or not it completed a request).
     package mutating func readCompleted() -> Action {
         switch state {
-        case .modifying:
-            Self.lent()
         case .idle(.waiting) where backlog.isEmpty:
             // Bytes came and no request was completed: a head has started.
             state = .idle(.headStarted)
@@ -277,7 +265,6 @@ package struct ConnectionStateMachine<Stream> {
         case .answering, .openingStream, .closed: false
         case .streaming, .closing: true
         case .idle, .receiving, .discarding: backlog.isEmpty && writable
-        case .modifying: Self.lent()
         }
     }
 
@@ -298,8 +285,6 @@ package struct ConnectionStateMachine<Stream> {
             return .read
         case .answering, .openingStream, .streaming, .closed:
             return .none
-        case .modifying:
-            Self.lent()
         }
     }
 
@@ -331,7 +316,6 @@ package struct ConnectionStateMachine<Stream> {
         switch state {
         case .answering, .openingStream, .streaming, .closing, .closed: return nil
         case .idle, .receiving, .discarding: break
-        case .modifying: Self.lent()
         }
         guard let part = backlog.popFirst() else { return nil }
         return process(part)
@@ -339,7 +323,6 @@ package struct ConnectionStateMachine<Stream> {
 
     package mutating func streamOpened(_ stream: Stream) -> Action {
         guard case .openingStream(let keepAlive) = state else {
-            if case .modifying = state { Self.lent() }
             return .none
         }
         state = .streaming(stream, keepAlive: keepAlive, waitsForWritability: false)
@@ -374,7 +357,6 @@ package struct ConnectionStateMachine<Stream> {
     /// stream in it) is rewritten only when the wait for writability begins or ends.
     package mutating func streamWoken(ended: Bool) -> Action {
         guard case .streaming(_, let keepAlive, let waiting) = state else {
-            if case .modifying = state { Self.lent() }
             return .none
         }
         if ended { return endStream(keepingAlive: keepAlive) }
@@ -423,8 +405,6 @@ package struct ConnectionStateMachine<Stream> {
         case .receiving, .discarding, .answering, .openingStream, .closing, .closed:
             // The answer in progress says `Connection: close`, and the connection closes after it.
             return .none
-        case .modifying:
-            Self.lent()
         }
     }
 
@@ -448,14 +428,11 @@ package struct ConnectionStateMachine<Stream> {
             return .closeNow
         case .openingStream, .closed:
             return .none
-        case .modifying:
-            Self.lent()
         }
     }
 
     /// The channel closed, whatever the reason.
     package mutating func channelClosed() {
-        if case .modifying = state { Self.lent() }
         state = .closed
         backlog.removeAll()
     }
@@ -464,8 +441,6 @@ package struct ConnectionStateMachine<Stream> {
 
     private mutating func receive(_ part: Part) -> Action {
         switch state {
-        case .modifying:
-            Self.lent()
         case .answering, .openingStream:
             backlog.append(part)
             return .none
@@ -481,8 +456,6 @@ package struct ConnectionStateMachine<Stream> {
 
     private mutating func process(_ part: Part) -> Action {
         switch (state, part) {
-        case (.modifying, _):
-            Self.lent()
         case (.closing(.draining), .inputClosed):
             state = .closing(.draining(inputClosed: true))
             return .none

@@ -37,7 +37,7 @@ package protocol HTTPApplication: AnyObject, Sendable {
 /// Nothing here is generic: the connection layer is compiled once, for any application, and
 /// a sample's path through it costs no look-ups of the application's types.
 package protocol HTTPStream: AnyObject {
-    /// The socket was full when the stream last asked (``StreamWriter/mayWrite()``) and takes
+    /// The socket was full when the stream last asked (``StreamWriter/mayWrite(_:)``) and takes
     /// bytes again: the stream writes what waits.
     func socketDrained()
     /// The response ends cleanly (what the stream follows ended, its client left, the server
@@ -59,32 +59,34 @@ package enum StreamOpening {
 
 /// How an open stream writes: its connection, only ever touched on its event loop. The
 /// stream asks before it makes a batch, so what the socket cannot take yet stays where it
-/// was (in the application's log), not in a buffer per connection.
+/// was (in the application's log), not in a buffer per connection. Each call names the stream
+/// it comes from: one that has ended (the connection may serve another by then) is ignored.
 package struct StreamWriter: Sendable {
-    package let eventLoop: any EventLoop
     let handler: NIOLoopBound<ConnectionHandler>
 
-    /// On `eventLoop`: whether the socket takes a batch now. When it does not, the stream is
-    /// told (``HTTPStream/socketDrained()``) once it does; a client that never reads meets
-    /// the send deadline.
-    package func mayWrite() -> Bool {
-        handler.value.streamMayWrite()
+    package var eventLoop: any EventLoop { handler.eventLoop }
+
+    /// On `eventLoop`: whether the socket takes a batch of `stream` now. When it does not,
+    /// the stream is told (``HTTPStream/socketDrained()``) once it does; a client that never
+    /// reads meets the send deadline.
+    package func mayWrite(_ stream: any HTTPStream) -> Bool {
+        handler.value.streamMayWrite(stream)
     }
 
-    /// On `eventLoop`, after ``mayWrite()`` said yes: the buffers of one batch, written in
+    /// On `eventLoop`, after ``mayWrite(_:)`` said yes: the buffers of one batch, written in
     /// order and flushed together.
-    package func write(_ parts: [ByteBuffer]) {
-        handler.value.writeStream(parts)
+    package func write(_ parts: [ByteBuffer], of stream: any HTTPStream) {
+        handler.value.writeStream(parts, of: stream)
     }
 
-    /// On `eventLoop`: what the stream follows has ended, and so does its response
+    /// On `eventLoop`: what `stream` follows has ended, and so does its response
     /// (``HTTPStream/finish()``); the connection then serves on or closes.
-    package func end() {
-        handler.value.streamEnded(failed: false)
+    package func end(_ stream: any HTTPStream) {
+        handler.value.streamEnded(stream, failed: false)
     }
 
-    /// On `eventLoop`: the stream could not make its bytes and cannot go on; the connection closes.
-    package func fail() {
-        handler.value.streamEnded(failed: true)
+    /// On `eventLoop`: `stream` could not make its bytes and cannot go on; the connection closes.
+    package func fail(_ stream: any HTTPStream) {
+        handler.value.streamEnded(stream, failed: true)
     }
 }

@@ -12,11 +12,17 @@ package enum HTTPChunk {
 
     package static func frame(_ parts: [ByteBuffer]) -> ByteBuffer {
         let size = parts.reduce(0) { $0 + $1.readableBytes }
-        var chunk = ByteBufferAllocator().buffer(capacity: size + 24)
+        var chunk = ByteBufferAllocator().buffer(capacity: Self.size(ofChunkOf: size))
         writeSizeLine(size, into: &chunk)
         for part in parts { chunk.writeImmutableBuffer(part) }
         chunk.writeStaticString("\r\n")
         return chunk
+    }
+
+    /// How many bytes the chunk of `size` bytes takes: its size line, the bytes, its end.
+    package static func size(ofChunkOf size: Int) -> Int {
+        let digits = max(1, (Int.bitWidth - size.leadingZeroBitCount + 3) / 4)
+        return digits + 2 + size + 2
     }
 
     /// A chunk's size line: the size in lowercase hexadecimal, then CRLF, written straight

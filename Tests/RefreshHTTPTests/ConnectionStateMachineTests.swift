@@ -105,7 +105,7 @@ import Testing
         #expect(machine.writabilityChanged(writable: true) == .writeEvents, "did not resume")
         // Writable again and not waiting: a writability change alone writes nothing.
         #expect(machine.writabilityChanged(writable: true) == .none, "wrote twice")
-        #expect(machine.withStream { $0 } == 7)
+        #expect(machine.stream == 7)
     }
 
     @Test func aStreamOpenedWhileTheServerStopsEndsAtOnce() {

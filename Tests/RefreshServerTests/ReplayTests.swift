@@ -202,6 +202,12 @@ import Testing
             #expect(String(buffer: event.data) == payload)
             #expect(String(buffer: event.chunk) == String(frame.utf8.count, radix: 16) + "\r\n" + frame + "\r\n")
             #expect(event.chunk == HTTPChunk.frame([event.frame]), "not the chunk any other write of the frame makes")
+            // One allocation per event, of its exact size (NIO rounds it up to a power of two):
+            // the frame is a view of the chunk.
+            #expect(event.chunk.capacity < 2 * event.chunk.readableBytes)
+            let sizeLine = String(frame.utf8.count, radix: 16).utf8.count + 2
+            let start = { (buffer: ByteBuffer) in buffer.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) } }
+            #expect(start(event.frame) == start(event.chunk) + UInt(sizeLine), "the frame is a copy, not a view of the chunk")
         }
     }
 
@@ -213,6 +219,11 @@ import Testing
             var line = ByteBuffer()
             HTTPChunk.writeSizeLine(size, into: &line)
             #expect(String(buffer: line) == String(size, radix: 16) + "\r\n", "size \(size)")
+        }
+        for size in sizes where size <= 70_000 {
+            let chunk = HTTPChunk.frame([ByteBuffer(repeating: 0x61, count: size)])
+            #expect(chunk.readableBytes == HTTPChunk.size(ofChunkOf: size), "size \(size)")
+            #expect(chunk.capacity < 2 * chunk.readableBytes, "size \(size): asked for more than it takes")
         }
     }
 

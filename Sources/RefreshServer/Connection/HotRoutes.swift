@@ -96,7 +96,7 @@ final class HotRoutes: Sendable {
     /// that open it are the response head, `retry:` and the catch-up; `overloaded` tells the
     /// browser to come back later; `refused` is an unknown session or a bad `Last-Event-ID`.
     func openStream(
-        _ head: HTTPRequestHead, session id: String, cors: String?, stream: ConnectionStream, channel: any Channel
+        _ head: HTTPRequestHead, session id: String, cors: String?, writer: StreamWriter, channel: any Channel
     ) -> StreamOpening {
         do {
             // A stream is an endless chunked body; HTTP/1.0 has no chunks.
@@ -113,6 +113,7 @@ final class HotRoutes: Sendable {
                 metrics.streamShed()
                 return .overloaded(EventStream.overloadAnswer(configuration))
             }
+            let stream = ConnectionStream(writer: writer, metrics: metrics)
             guard
                 let (events, response, opening) = try EventStream.open(
                     session: session, listener: StreamListener(stream), ticket: ticket, lastEventID: lastEventID,

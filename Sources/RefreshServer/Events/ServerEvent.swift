@@ -28,8 +28,8 @@ struct ServerEvent: Sendable {
         let length =
             "id: ".utf8.count + idText.utf8.count + "\nevent: ".utf8.count + kind.rawValue.utf8.count + "\ndata: ".utf8.count
             + data.readableBytes + "\n\n".utf8.count
-        // Room for the size line and the end, so the chunk is never grown (and doubled) on the way.
-        var chunk = ByteBufferAllocator().buffer(capacity: length + 24)
+        // Exactly the chunk's size, so it is never grown (and doubled) on the way.
+        var chunk = ByteBufferAllocator().buffer(capacity: HTTPChunk.size(ofChunkOf: length))
         HTTPChunk.writeSizeLine(length, into: &chunk)
         let start = chunk.writerIndex
         chunk.writeStaticString("id: ")
@@ -41,8 +41,10 @@ struct ServerEvent: Sendable {
         chunk.writeImmutableBuffer(data)
         chunk.writeStaticString("\n\n")
         assert(chunk.writerIndex - start == length, "the frame's length was miscounted")
-        frame = chunk.getSlice(at: start, length: length)!
+        // The chunk is complete before the frame is taken as a view of it: a write to a
+        // buffer whose storage is shared copies it.
         chunk.writeStaticString("\r\n")
+        frame = chunk.getSlice(at: start, length: length)!
         self.chunk = chunk
     }
 
