@@ -189,28 +189,6 @@ import Testing
         #expect(String(buffer: chunk) == "e\r\nid: 1\n\nid: 2\n\n\r\n")
     }
 
-    /// A stream that has one event to send writes the chunk the event was framed in: it must
-    /// be exactly the size line, the frame and the chunk's end, whatever the id's length.
-    @Test func anEventCarriesItsFrameAsOneChunk() {
-        for (id, kind, payload) in [
-            (UInt64(0), ServerEvent.Kind.state, "{}"), (9, .news, #"{"n":1}"#), (10, .items, String(repeating: "x", count: 300)),
-            (123_456_789_012, .reset, #"{"reason":"gap"}"#), (UInt64.max, .done, ""),
-        ] {
-            let event = ServerEvent(id: id, kind: kind, data: data(payload))
-            let frame = "id: \(id)\nevent: \(kind.rawValue)\ndata: \(payload)\n\n"
-            #expect(String(buffer: event.frame) == frame)
-            #expect(String(buffer: event.data) == payload)
-            #expect(String(buffer: event.chunk) == String(frame.utf8.count, radix: 16) + "\r\n" + frame + "\r\n")
-            #expect(event.chunk == HTTPChunk.frame([event.frame]), "not the chunk any other write of the frame makes")
-            // One allocation per event, of its exact size (NIO rounds it up to a power of two):
-            // the frame is a view of the chunk.
-            #expect(event.chunk.capacity < 2 * event.chunk.readableBytes)
-            let sizeLine = String(frame.utf8.count, radix: 16).utf8.count + 2
-            let start = { (buffer: ByteBuffer) in buffer.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) } }
-            #expect(start(event.frame) == start(event.chunk) + UInt(sizeLine), "the frame is a copy, not a view of the chunk")
-        }
-    }
-
     @Test func aChunksSizeLineIsItsSizeInHexadecimal() {
         var sizes = [0, 1, 9, 10, 15, 16, 17, 255, 256, 4095, 4096, 32 * 1024, 1_000_000, Int(Int32.max), Int.max]
         var random = SystemRandomNumberGenerator()
@@ -277,9 +255,8 @@ import Testing
 
     @Test func theRingIsBoundedInBytesTooAndAReaderBehindItHasAGap() {
         let item = String(repeating: "x", count: 2000)
-        // What an event takes is its buffer's capacity (NIO rounds it up to a power of two):
-        // the chunk it was framed in, which its frame is a view of.
-        let frame = ServerEvent(id: 1, kind: .items, data: data(item)).chunk.capacity
+        // What a frame takes is its buffer's capacity (NIO rounds it up to a power of two).
+        let frame = ServerEvent(id: 1, kind: .items, data: data(item)).frame.capacity
         let kept = EventLog.keptWhateverTheirSize
         // Room for 20 such frames, and for 256 by count.
         var log = EventLog(capacity: 256, maxBytes: 20 * frame + frame / 2)

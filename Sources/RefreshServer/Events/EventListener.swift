@@ -34,14 +34,7 @@ struct ReplayCache {
             self.events = events
             self.cursor = cursor
             let bytes = events.reduce(0) { $0 + $1.frame.readableBytes }
-            chunk =
-                switch events.count {
-                case 0: nil
-                case _ where bytes > EventStream.maxBatchBytes: nil
-                // One event (a sample's state, most often) goes as it was framed.
-                case 1: events[0].chunk
-                default: HTTPChunk.frame(events.map(\.frame))
-                }
+            chunk = events.isEmpty || bytes > EventStream.maxBatchBytes ? nil : HTTPChunk.frame(events.map(\.frame))
             self.coalesced = coalesced
             self.sampleArrival = sampleArrival
         }

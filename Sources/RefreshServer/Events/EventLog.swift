@@ -54,13 +54,13 @@ struct EventLog: Sendable {
             latestNews = event
         } else {
             ring.append(event)
-            bytes += event.chunk.capacity
+            bytes += event.frame.capacity
             // The oldest go first.
             while let oldest = ring.first, ring.count > 1,
                 ring.count > capacity || (bytes > maxBytes && ring.count > Self.keptWhateverTheirSize)
             {
                 ring.removeFirst()
-                bytes -= oldest.chunk.capacity
+                bytes -= oldest.frame.capacity
                 droppedThrough = oldest.id
             }
         }

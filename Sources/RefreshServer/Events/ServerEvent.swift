@@ -1,7 +1,6 @@
 import NIOCore
 import RefreshEngine
 import RefreshFeed
-import RefreshHTTP
 import RefreshJSON
 
 /// One server-sent event, framed once (`id:`, `event:`, `data:`) and then shared, byte for
@@ -13,39 +12,25 @@ struct ServerEvent: Sendable {
 
     let id: UInt64
     let kind: Kind
-    /// The complete frame, ending with the blank line: a view of ``chunk``'s bytes.
+    /// The complete frame, ending with the blank line.
     let frame: ByteBuffer
-    /// The frame as one HTTP chunk (its size line, the frame, its end): what a stream writes
-    /// when this event is all it has to send, as it is.
-    let chunk: ByteBuffer
     /// Where the JSON payload starts in `frame`.
     private let dataOffset: UInt32
 
     init(id: UInt64, kind: Kind, data: ByteBuffer) {
         self.id = id
         self.kind = kind
-        let idText = String(id)
-        let length =
-            "id: ".utf8.count + idText.utf8.count + "\nevent: ".utf8.count + kind.rawValue.utf8.count + "\ndata: ".utf8.count
-            + data.readableBytes + "\n\n".utf8.count
-        // Exactly the chunk's size, so it is never grown (and doubled) on the way.
-        var chunk = ByteBufferAllocator().buffer(capacity: HTTPChunk.size(ofChunkOf: length))
-        HTTPChunk.writeSizeLine(length, into: &chunk)
-        let start = chunk.writerIndex
-        chunk.writeStaticString("id: ")
-        chunk.writeString(idText)
-        chunk.writeStaticString("\nevent: ")
-        chunk.writeString(kind.rawValue)
-        chunk.writeStaticString("\ndata: ")
-        dataOffset = UInt32(chunk.writerIndex - start)
-        chunk.writeImmutableBuffer(data)
-        chunk.writeStaticString("\n\n")
-        assert(chunk.writerIndex - start == length, "the frame's length was miscounted")
-        // The chunk is complete before the frame is taken as a view of it: a write to a
-        // buffer whose storage is shared copies it.
-        chunk.writeStaticString("\r\n")
-        frame = chunk.getSlice(at: start, length: length)!
-        self.chunk = chunk
+        // Room for the longest id and name, so the frame is never grown (and doubled) on the way.
+        var frame = ByteBufferAllocator().buffer(capacity: data.readableBytes + 64)
+        frame.writeStaticString("id: ")
+        frame.writeString(String(id))
+        frame.writeStaticString("\nevent: ")
+        frame.writeString(kind.rawValue)
+        frame.writeStaticString("\ndata: ")
+        dataOffset = UInt32(frame.writerIndex)
+        frame.writeImmutableBuffer(data)
+        frame.writeStaticString("\n\n")
+        self.frame = frame
     }
 
     /// The JSON payload, sharing the frame's bytes.
