@@ -11,16 +11,32 @@ package struct RoutePattern: Sendable, Hashable, CustomStringConvertible, Expres
 
     package let description: String
     package let segments: [Segment]
+    /// Each segment's bytes, or `nil` for a parameter: a path is compared byte by byte,
+    /// with no `String` work per request.
+    private let literals: [[UInt8]?]
 
     package init(_ text: String) {
         description = text
         segments = text.split(separator: "/").map { part in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
+        literals = segments.map {
+            guard case .literal(let text) = $0 else { return nil }
+            return Array(text.utf8)
+        }
     }
 
     package init(stringLiteral text: String) {
         self.init(text)
+    }
+
+    /// A pattern is its text: the rest is derived from it.
+    package static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.description == rhs.description
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(description)
     }
 
     /// The pattern with each parameter written as `rename` writes its name (a router's own
@@ -36,36 +52,55 @@ package struct RoutePattern: Sendable, Hashable, CustomStringConvertible, Expres
     }
 
     /// Whether `path` (without query) is this pattern; `prefix`: whether it starts with it.
-    /// A byte walk, with no allocation: the hot requests come through here at every frame.
     package func matches(_ path: Substring.UTF8View, prefix: Bool = false) -> Bool {
-        walk(path, prefix: prefix) { _, _ in }
+        Self.withBytes(of: path) { matches($0, prefix: prefix) }
+    }
+
+    /// ``matches(_:prefix:)`` on the path's bytes: the hot requests come through here at
+    /// every frame, so it walks them with no allocation.
+    package func matches(_ path: UnsafeBufferPointer<UInt8>, prefix: Bool = false) -> Bool {
+        walk(path, prefix: prefix, capturing: nil) != nil
     }
 
     /// The value of the parameter `name` in `path`, if `path` is (or, with `prefix`, starts
     /// with) this pattern.
     package func parameter(_ name: String, in path: Substring.UTF8View, prefix: Bool = false) -> Substring? {
-        var value: Substring?
-        guard walk(path, prefix: prefix, { if $0 == name { value = Substring($1) } }) else { return nil }
-        return value
+        guard let range = Self.withBytes(of: path, { walk($0, prefix: prefix, capturing: name) })?.captured else { return nil }
+        let start = path.index(path.startIndex, offsetBy: range.lowerBound)
+        return Substring(path[start..<path.index(start, offsetBy: range.count)])
     }
 
-    private func walk(_ path: Substring.UTF8View, prefix: Bool, _ found: (String, Substring.UTF8View) -> Void) -> Bool {
-        var rest = path
-        for segment in segments {
-            guard rest.first == UInt8(ascii: "/") else { return false }
-            rest = rest.dropFirst()
-            let end = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
-            let part = rest[..<end]
-            switch segment {
-            case .literal(let text):
-                guard part.elementsEqual(text.utf8) else { return false }
-            case .parameter(let name):
-                guard !part.isEmpty else { return false }
-                found(name, part)
+    /// A path's bytes, in place when its string stores them contiguously (one read off the
+    /// wire does), else copied.
+    package static func withBytes<Result>(of path: Substring.UTF8View, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if let result = path.withContiguousStorageIfAvailable(body) { return result }
+        return Array(path).withUnsafeBufferPointer(body)
+    }
+
+    /// A path that matched, and where the parameter asked for is in it.
+    private struct Walk {
+        var captured: Range<Int>?
+    }
+
+    private func walk(_ path: UnsafeBufferPointer<UInt8>, prefix: Bool, capturing name: String?) -> Walk? {
+        let slash = UInt8(ascii: "/")
+        var walk = Walk()
+        var start = 0
+        for (segment, literal) in zip(segments, literals) {
+            guard start < path.count, path[start] == slash else { return nil }
+            start += 1
+            var end = start
+            while end < path.count, path[end] != slash { end += 1 }
+            if let literal {
+                guard end - start == literal.count else { return nil }
+                for offset in literal.indices where path[start + offset] != literal[offset] { return nil }
+            } else {
+                guard end > start else { return nil }
+                if case .parameter(let parameter) = segment, parameter == name { walk.captured = start..<end }
             }
-            rest = rest[end...]
+            start = end
         }
-        return prefix || rest.isEmpty
+        return prefix || start == path.count ? walk : nil
     }
 }
 
@@ -113,10 +148,14 @@ package struct RouteMatcher<Kind: Sendable>: Sendable {
     /// The methods a file has.
     package let files: [HTTPMethod]
 
+    /// `/` and ``api``: a path is on the API when it starts with it.
+    private let apiPrefix: RoutePattern
+
     package init(api: String, files: [HTTPMethod], routes: [Route]) {
         self.api = api
         self.files = files
         self.routes = routes
+        apiPrefix = RoutePattern("/" + api)
     }
 
     /// `uri` without its query or fragment.
@@ -131,19 +170,16 @@ package struct RouteMatcher<Kind: Sendable>: Sendable {
 
     /// Whether `path` is an API path: its first segment is ``api``.
     package func isAPI(_ path: Substring) -> Bool {
-        var rest = path.utf8
-        guard rest.first == UInt8(ascii: "/") else { return false }
-        rest = rest.dropFirst()
-        let end = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
-        return rest[..<end].elementsEqual(api.utf8)
+        apiPrefix.matches(path.utf8, prefix: true)
     }
 
     package func match(_ method: HTTPMethod, uri: String) -> Match {
         let path = Self.path(of: uri)
         // Routes are tried in the order declared: the ones every frame asks for come first.
-        for route in routes where route.answers(method) && route.pattern.matches(path.utf8) {
-            return .route(route, path: path)
+        let found = RoutePattern.withBytes(of: path.utf8) { bytes in
+            routes.first { $0.answers(method) && $0.pattern.matches(bytes) }
         }
+        if let found { return .route(found, path: path) }
         let declared = routes.filter { $0.pattern.matches(path.utf8) }
         let api = isAPI(path)
         let allowed: [HTTPMethod]

@@ -15,6 +15,21 @@ import Testing
         #expect(pattern.parameter("feed", in: "/api/feeds/news"[...].utf8) == nil)
     }
 
+    /// The walk is over bytes: a parameter is read back at its place in the path it was
+    /// given, a slice of a longer string or one with characters of several bytes.
+    @Test func aParameterIsReadWhereItStands() {
+        let pattern: RoutePattern = "/api/{kind}/{feed}/items"
+        let target = "GET /api/zoë/Über:ålle/items?x=1"
+        let path = target.dropFirst(4).prefix { $0 != "?" }
+        #expect(pattern.parameter("kind", in: path.utf8) == "zoë")
+        #expect(pattern.parameter("feed", in: path.utf8) == "Über:ålle")
+        #expect(pattern.parameter("other", in: path.utf8) == nil)
+        #expect(pattern.matches(path.utf8))
+        #expect(!pattern.matches(path.dropLast().utf8))
+        #expect(!RoutePattern("/api/zoe").matches("/api/zoë"[...].utf8))
+        #expect(RoutePattern("/api/zoë").matches("/api/zoë/more"[...].utf8, prefix: true))
+    }
+
     /// A route added to a table is matched, allowed, preflighted and labelled with no other
     /// change: the one line is the whole declaration.
     @Test func aRouteAddedIsOneLine() {
