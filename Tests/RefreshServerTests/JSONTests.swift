@@ -48,4 +48,17 @@ import Testing
         let roundTrip = try? JSONSerialization.jsonObject(with: Data(json.buffer.readableBytesView)) as? [String: Any]
         #expect(roundTrip?["text"] as? String == "a\"b\\c\n<script>&\u{2028}\u{1}")
     }
+
+    /// Integers as `String(value)` writes them, negative ones too, and a key of one
+    /// character (a `StaticString` stored as a scalar, not a pointer) like any other.
+    @Test func writesIntegersAndShortKeys() {
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("t", 12)
+        json.field("seq", -3)
+        json.field("max", Int.max)
+        json.field("y", -42.0)
+        json.endObject()
+        #expect(String(buffer: json.buffer) == #"{"t":12,"seq":-3,"max":9223372036854775807,"y":-42}"#)
+    }
 }

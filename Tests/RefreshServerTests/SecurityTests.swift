@@ -403,6 +403,10 @@ import Testing
         #expect(!policy.allowsOrigin("null", fetchSite: nil, host: "localhost"))
         #expect(!policy.allowsOrigin("file://", fetchSite: nil, host: "localhost"))
         #expect(!policy.allowsOrigin("http://localhost:8080", fetchSite: nil, host: nil))
+        // Scheme and host in any case; a value shorter than a scheme is nobody's origin.
+        #expect(policy.allowsOrigin("HTTP://LocalHost", fetchSite: nil, host: "localhost"))
+        #expect(!policy.allowsOrigin("http:/", fetchSite: nil, host: "localhost"))
+        #expect(!policy.allowsOrigin("htt", fetchSite: nil, host: "localhost"))
         // A listed origin, as browsers write it.
         #expect(policy.allowsOrigin("https://tool.example", fetchSite: "cross-site", host: "localhost"))
         #expect(policy.corsOrigin("https://tool.example") == "https://tool.example")
