@@ -11,18 +11,25 @@ package struct RoutePattern: Sendable, Hashable, CustomStringConvertible, Expres
 
     package let description: String
     package let segments: [Segment]
-    /// Each segment's bytes, or `nil` for a parameter: a path is compared byte by byte,
-    /// with no `String` work per request.
-    private let literals: [[UInt8]?]
+    /// The segments as the walk compares them: a literal as its bytes, so a path is compared
+    /// byte by byte, with no `String` work per request.
+    private let steps: [Step]
+
+    private enum Step {
+        case literal([UInt8])
+        case parameter(String)
+    }
 
     package init(_ text: String) {
         description = text
         segments = text.split(separator: "/").map { part in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
-        literals = segments.map {
-            guard case .literal(let text) = $0 else { return nil }
-            return Array(text.utf8)
+        steps = segments.map {
+            switch $0 {
+            case .literal(let text): .literal(Array(text.utf8))
+            case .parameter(let name): .parameter(name)
+            }
         }
     }
 
@@ -58,7 +65,7 @@ package struct RoutePattern: Sendable, Hashable, CustomStringConvertible, Expres
 
     /// ``matches(_:prefix:)`` on the path's bytes: the hot requests come through here at
     /// every frame, so it walks them with no allocation.
-    package func matches(_ path: UnsafeBufferPointer<UInt8>, prefix: Bool = false) -> Bool {
+    fileprivate func matches(_ path: UnsafeBufferPointer<UInt8>, prefix: Bool = false) -> Bool {
         walk(path, prefix: prefix, capturing: nil) != nil
     }
 
@@ -72,7 +79,7 @@ package struct RoutePattern: Sendable, Hashable, CustomStringConvertible, Expres
 
     /// A path's bytes, in place when its string stores them contiguously (one read off the
     /// wire does), else copied.
-    package static func withBytes<Result>(of path: Substring.UTF8View, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+    fileprivate static func withBytes<Result>(of path: Substring.UTF8View, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         if let result = path.withContiguousStorageIfAvailable(body) { return result }
         return Array(path).withUnsafeBufferPointer(body)
     }
@@ -86,17 +93,19 @@ package struct RoutePattern: Sendable, Hashable, CustomStringConvertible, Expres
         let slash = UInt8(ascii: "/")
         var walk = Walk()
         var start = 0
-        for (segment, literal) in zip(segments, literals) {
+        for step in steps {
             guard start < path.count, path[start] == slash else { return nil }
             start += 1
             var end = start
             while end < path.count, path[end] != slash { end += 1 }
-            if let literal {
+            switch step {
+            case .literal(let literal):
                 guard end - start == literal.count else { return nil }
                 for offset in literal.indices where path[start + offset] != literal[offset] { return nil }
-            } else {
+            case .parameter(let parameter):
                 guard end > start else { return nil }
-                if case .parameter(let parameter) = segment, parameter == name { walk.captured = start..<end }
+                // A name used twice reads its last segment.
+                if parameter == name { walk.captured = start..<end }
             }
             start = end
         }
@@ -151,11 +160,13 @@ package struct RouteMatcher<Kind: Sendable>: Sendable {
     /// `/` and ``api``: a path is on the API when it starts with it.
     private let apiPrefix: RoutePattern
 
+    /// `api` is one segment's text: no `/`, not empty, not a parameter.
     package init(api: String, files: [HTTPMethod], routes: [Route]) {
         self.api = api
         self.files = files
         self.routes = routes
         apiPrefix = RoutePattern("/" + api)
+        precondition(apiPrefix.segments == [.literal(api)], "the API's first segment '\(api)' is not one literal segment")
     }
 
     /// `uri` without its query or fragment.

@@ -30,6 +30,18 @@ import Testing
         #expect(RoutePattern("/api/zoë").matches("/api/zoë/more"[...].utf8, prefix: true))
     }
 
+    /// A path is walked from its first `/`: a target in another form is no route, and a
+    /// name a pattern uses twice reads its last segment.
+    @Test func aPathStartsAtItsSlash() {
+        let pattern: RoutePattern = "/api/feeds/{feed}/items"
+        #expect(!pattern.matches("xapi/feeds/news/items"[...].utf8))
+        #expect(!pattern.matches("http://host/api/feeds/news/items"[...].utf8))
+        #expect(!pattern.matches(""[...].utf8, prefix: true))
+        #expect(RoutePattern("/a/{x}/b/{x}").parameter("x", in: "/a/1/b/2"[...].utf8) == "2")
+        let matcher = RouteMatcher<String>(api: "api", files: [.GET], routes: [])
+        #expect(matcher.isAPI("/api") && matcher.isAPI("/api/x") && !matcher.isAPI("/apis") && !matcher.isAPI("api/x") && !matcher.isAPI(""))
+    }
+
     /// A route added to a table is matched, allowed, preflighted and labelled with no other
     /// change: the one line is the whole declaration.
     @Test func aRouteAddedIsOneLine() {

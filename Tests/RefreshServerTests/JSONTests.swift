@@ -49,16 +49,17 @@ import Testing
         #expect(roundTrip?["text"] as? String == "a\"b\\c\n<script>&\u{2028}\u{1}")
     }
 
-    /// Integers as `String(value)` writes them, negative ones too, and a key of one
-    /// character (a `StaticString` stored as a scalar, not a pointer) like any other.
+    /// Integers as `String(value)` writes them, at both ends of their range, and a key of
+    /// one character like any other.
     @Test func writesIntegersAndShortKeys() {
         var json = JSONWriter()
         json.beginObject()
         json.field("t", 12)
         json.field("seq", -3)
         json.field("max", Int.max)
+        json.field("min", Int.min)
         json.field("y", -42.0)
         json.endObject()
-        #expect(String(buffer: json.buffer) == #"{"t":12,"seq":-3,"max":9223372036854775807,"y":-42}"#)
+        #expect(String(buffer: json.buffer) == #"{"t":12,"seq":-3,"max":9223372036854775807,"min":-9223372036854775808,"y":-42}"#)
     }
 }

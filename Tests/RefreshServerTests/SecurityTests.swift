@@ -403,9 +403,9 @@ import Testing
         #expect(!policy.allowsOrigin("null", fetchSite: nil, host: "localhost"))
         #expect(!policy.allowsOrigin("file://", fetchSite: nil, host: "localhost"))
         #expect(!policy.allowsOrigin("http://localhost:8080", fetchSite: nil, host: nil))
-        // Scheme and host in any case; a value shorter than a scheme is nobody's origin.
+        // Scheme and host in any case; a value shorter than a scheme is read to its end, not past it.
         #expect(policy.allowsOrigin("HTTP://LocalHost", fetchSite: nil, host: "localhost"))
-        #expect(!policy.allowsOrigin("http:/", fetchSite: nil, host: "localhost"))
+        #expect(policy.allowsOrigin("HTTPS://APP.example:8443", fetchSite: nil, host: "app.example:8443"))
         #expect(!policy.allowsOrigin("htt", fetchSite: nil, host: "localhost"))
         // A listed origin, as browsers write it.
         #expect(policy.allowsOrigin("https://tool.example", fetchSite: "cross-site", host: "localhost"))
