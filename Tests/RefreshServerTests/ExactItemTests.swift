@@ -152,6 +152,25 @@ import Testing
         }
     }
 
+    /// Ids are compared by their bytes, white space included: three ids that differ only
+    /// by the space around them are three items, and an id of spaces alone is kept too.
+    @Test func idsThatDifferOnlyByWhiteSpaceAreThreeItems() async throws {
+        try await TestServer.run(TestServer.configuration { $0.demo = false }) { server in
+            let ids = ["a", "a\u{A0}", "\u{2003}a", " a\t", "   "]
+            for (index, id) in ids.enumerated() {
+                let body = String(decoding: try JSONSerialization.data(withJSONObject: ["id": id, "title": "t\(index)"]), as: UTF8.self)
+                let reply = try await server.post("/api/feeds/spaces/items", body)
+                #expect(reply.status == 201, "\(reply.text)")
+                #expect((reply.json["items"] as? [[String: Any]])?.first?["id"] as? String == id)
+            }
+            let listed = (try await server.get("/api/feeds/spaces/items").json["items"] as? [[String: Any]])?.compactMap {
+                ($0["id"] as? String).map { Array($0.utf8) }
+            }
+            #expect(listed.map(Set.init) == Set(ids.map { Array($0.utf8) }))
+            #expect(try await server.get("/api/feeds/spaces").json["head"] as? Int == ids.count)
+        }
+    }
+
     @Test(arguments: [
         (#"{"id": "\#(String(repeating: "i", count: 501))", "title": "t"}"#, "id"),
         (#"{"title": "\#(String(repeating: "t", count: 501))"}"#, "title"),
@@ -162,6 +181,10 @@ import Testing
         (#"{"title": "t", "link": "https://example.com/\#(String(repeating: "l", count: 1981))"}"#, "link"),
         (#"{"title": "t", "link": "javascript:alert(1)"}"#, "link"),
         (#"{"title": "t", "link": "https://"}"#, "link"),
+        // White space around a link is refused like white space in it, not cut off.
+        (#"{"title": "t", "link": "https://example.com/\n"}"#, "link"),
+        (#"{"title": "t", "link": " https://example.com/"}"#, "link"),
+        (#"{"title": "t", "link": "https://example.com/\u2028"}"#, "link"),
     ])
     func aFieldOverItsLimitIsA400(body: String, field: String) async throws {
         try await TestServer.run(TestServer.configuration { $0.demo = false }) { server in

@@ -58,14 +58,17 @@ enum ItemDecoding {
             author: try text(input.author, .author, field("author"), required: false), published: published)
     }
 
-    /// A field trimmed of surrounding white space, then held to ``ItemRules``; an empty
-    /// optional one counts as absent.
+    /// A field held to ``ItemRules``; an empty optional one counts as absent. Text a page
+    /// shows (title, summary, author) is trimmed of surrounding white space first. An id is
+    /// kept byte for byte, since ids are compared by their bytes: trimmed, `"a"` and `"a "`
+    /// would be one item, each publish replacing the other. A link is kept as given too, so
+    /// white space in it is refused, as the rules say, rather than cut off.
     private static func text(_ text: String?, _ rule: ItemRules.Field, _ path: String, required: Bool) throws(APIError) -> String? {
         guard let text else {
             if required { throw .missing(path, expected: "a string") }
             return nil
         }
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = rule == .id || rule == .link ? text : text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else {
             if required { throw .invalid(path, "must not be empty") }
             return nil
