@@ -249,6 +249,29 @@ import Testing
         #expect(connection.reads.reads > before)
     }
 
+    /// The refusal of a malformed head says what is wrong in words that hold for every head
+    /// the parser's reason covers: two lengths are not a length beside a coding, and a line
+    /// ending in a bare LF is not a bad version.
+    @Test(arguments: [
+        (
+            "POST /api/sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}",
+            "its Content-Length is not one length, or comes with Transfer-Encoding"
+        ),
+        (
+            "POST /api/sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: identity\r\nContent-Length: 2\r\n\r\n{}",
+            "its Content-Length is not one length, or comes with Transfer-Encoding"
+        ),
+        ("GET /healthz HTTP/1.1\nHost: localhost\n\n", "its request line does not end in HTTP/1.0 or HTTP/1.1 and CRLF"),
+    ])
+    func aMalformedHeadIsRefusedInWordsThatFitIt(request: String, message: String) async throws {
+        let connection = try await Connection()
+        try await connection.send(request)
+        let reply = try await connection.answers(1)
+        #expect(Self.statuses(reply) == [400])
+        #expect(reply.contains(#""error":"malformed_request""#))
+        #expect(reply.contains(message), "\(reply)")
+    }
+
     @Test func aMalformedRequestIsRefusedAfterTheAnswersBeforeItThenTheConnectionCloses() async throws {
         let connection = try await Connection(routerDelay: .milliseconds(20))
         try await connection.send(Self.get("/before") + "NOT HTTP AT ALL\r\n\r\n")

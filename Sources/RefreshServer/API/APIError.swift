@@ -90,11 +90,14 @@ public struct APIError: Error, Sendable, Equatable {
         let detail: String? =
             switch error {
             case .invalidHeaderToken: "a header field is malformed"
-            case .invalidVersion: "its HTTP version is not 1.0 or 1.1"
+            // The parser names the first thing it could not read, not why: a request line
+            // whose lines end in a bare LF reads as a bad version, a Content-Length beside
+            // `Transfer-Encoding: identity` as a bad length, two of them as an unexpected one.
+            case .invalidVersion: "its request line does not end in HTTP/1.0 or HTTP/1.1 and CRLF"
             case .invalidMethod: "its method is malformed"
             case .invalidURL: "its target is malformed"
-            case .invalidContentLength: "its Content-Length is not a length"
-            case .unexpectedContentLength: "it has Content-Length and Transfer-Encoding"
+            case .invalidContentLength, .unexpectedContentLength:
+                "its Content-Length is not one length, or comes with Transfer-Encoding"
             case .invalidChunkSize: "a chunk size is malformed"
             case .invalidEOFState: "the connection closed in the middle of it"
             case .invalidConstant, .lfExpected, .strictModeAssertion, .invalidCharactersUsed: "its framing is malformed"
