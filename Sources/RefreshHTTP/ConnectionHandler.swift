@@ -34,6 +34,8 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
     private var machine: Machine
     private let application: any HTTPApplication
     private let configuration: HTTPConfiguration
+    /// Whether answers say `Vary: Origin` (``RequestPolicy/variesByOrigin``).
+    private let variesByOrigin: Bool
     private var context: ChannelHandlerContext?
     /// The deadline the machine asked for and when it is due. One timer serves them all: it
     /// is moved only when a deadline becomes earlier, so a sample costs a clock read, not a
@@ -51,6 +53,7 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
     package init(application: any HTTPApplication) {
         self.application = application
         configuration = application.http
+        variesByOrigin = application.policy.variesByOrigin
         machine = Machine(limits: configuration.limits, policy: application.policy, routing: application.routing)
     }
 
@@ -220,7 +223,7 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
     /// Writes a complete answer; whether the connection then closes is the caller's to do.
     private func write(_ payload: HTTPAnswer, to request: HTTPRequestHead?, cors: String?, closes: Bool, context: ChannelHandlerContext) {
         let bytes = ResponseHead.answer(
-            payload, connection: .init(closes: closes, request: request), cors: cors,
+            payload, connection: .init(closes: closes, request: request), cors: cors, variesByOrigin: variesByOrigin,
             headOnly: request?.method == .HEAD, allocator: context.channel.allocator)
         context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
     }
@@ -300,7 +303,8 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
             buffer = context.channel.allocator.buffer(capacity: 256 + bytes.readableBytes)
             let connection = ResponseHead.Connection(closes: machine.closesAfterAnswer, request: request)
             ResponseHead.write(
-                status: head.status, fields: head.headerFields, connection: connection, cors: cors, into: &buffer)
+                status: head.status, fields: head.headerFields, connection: connection, cors: cors,
+                variesByOrigin: variesByOrigin, into: &buffer)
             buffer.writeImmutableBuffer(bytes)
         }
         let written = context.writeAndFlush(wrapOutboundOut(buffer))

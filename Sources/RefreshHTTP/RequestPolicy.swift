@@ -27,6 +27,10 @@ package struct RequestPolicy: Sendable {
     /// The origins given by `--cors-origin`, as browsers write them (`https://app.example`).
     package let corsOrigins: [String]
 
+    /// Whether an answer may differ by the request's `Origin`: with any `--cors-origin`, every
+    /// one does (``ResponseHead/writeCORS(_:variesByOrigin:into:)``).
+    package var variesByOrigin: Bool { !corsOrigins.isEmpty }
+
     package init(_ configuration: HTTPConfiguration) {
         let listening = Self.bare(configuration.host.lowercased())
         anyAddress = listening == "0.0.0.0" || listening == "::"

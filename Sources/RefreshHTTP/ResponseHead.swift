@@ -37,9 +37,11 @@ package enum ResponseHead {
 
     /// Writes the status line, `fields`, `Server`, `Date`, `X-Content-Type-Options` and the
     /// `Connection` field; then the blank line. `cors`: the request's `--cors-origin`, which
-    /// the answer then names in `Access-Control-Allow-Origin`.
+    /// the answer then names in `Access-Control-Allow-Origin`; `variesByOrigin`: whether the
+    /// server has any (``RequestPolicy/variesByOrigin``).
     package static func write(
-        status: HTTPResponse.Status, fields: HTTPFields, connection: Connection, cors: String? = nil, into buffer: inout ByteBuffer
+        status: HTTPResponse.Status, fields: HTTPFields, connection: Connection, cors: String?, variesByOrigin: Bool,
+        into buffer: inout ByteBuffer
     ) {
         buffer.writeStaticString("HTTP/1.1 ")
         buffer.writeString(String(status.code))
@@ -52,7 +54,7 @@ package enum ResponseHead {
             buffer.writeString(field.value)
             buffer.writeStaticString("\r\n")
         }
-        writeCORS(cors, into: &buffer)
+        writeCORS(cors, variesByOrigin: variesByOrigin, into: &buffer)
         buffer.writeStaticString("X-Content-Type-Options: nosniff\r\nServer: refresh-server\r\nDate: ")
         buffer.writeString(HTTPDate.now())
         connection.write(into: &buffer)
@@ -62,10 +64,10 @@ package enum ResponseHead {
     /// A complete answer with a body of known length: one buffer, one write. The answer to a
     /// `HEAD` request has the head only, with the length the body would have.
     package static func answer(
-        _ payload: HTTPAnswer, connection: Connection, cors: String? = nil, headOnly: Bool, allocator: ByteBufferAllocator
+        _ payload: HTTPAnswer, connection: Connection, cors: String?, variesByOrigin: Bool, headOnly: Bool, allocator: ByteBufferAllocator
     ) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: 160 + payload.body.readableBytes)
-        write(status: payload.status, fields: payload.headers, connection: connection, cors: cors, into: &buffer)
+        write(status: payload.status, fields: payload.headers, connection: connection, cors: cors, variesByOrigin: variesByOrigin, into: &buffer)
         if !headOnly { buffer.writeImmutableBuffer(payload.body) }
         return buffer
     }
@@ -79,7 +81,7 @@ package enum ResponseHead {
         fields[.accessControlMaxAge] = RequestPolicy.preflightMaxAge
         fields[.cacheControl] = "no-store"
         var buffer = allocator.buffer(capacity: 400)
-        write(status: .noContent, fields: fields, connection: connection, cors: origin, into: &buffer)
+        write(status: .noContent, fields: fields, connection: connection, cors: origin, variesByOrigin: true, into: &buffer)
         return buffer
     }
 
@@ -89,8 +91,15 @@ package enum ResponseHead {
     /// a browser drops a credentialed answer without it. `origin` is always one listed
     /// origin, never `*` (the setting refuses it), which browsers would not take with
     /// credentials anyway.
-    package static func writeCORS(_ origin: String?, into buffer: inout ByteBuffer) {
-        guard let origin else { return }
+    ///
+    /// A server with any `--cors-origin` says `Vary: Origin` on every answer, naming an origin
+    /// or not: a shared cache must not give the copy made for a request without `Origin` (so
+    /// without CORS fields) to a page of a listed origin, which would then be refused it.
+    package static func writeCORS(_ origin: String?, variesByOrigin: Bool, into buffer: inout ByteBuffer) {
+        guard let origin else {
+            if variesByOrigin { buffer.writeStaticString("Vary: Origin\r\n") }
+            return
+        }
         buffer.writeStaticString("Access-Control-Allow-Origin: ")
         buffer.writeString(origin)
         buffer.writeStaticString(

@@ -294,6 +294,20 @@ import Testing
             let otherStream = try await server.events(session, headers: unlisted)
             #expect(otherStream.header("Access-Control-Allow-Origin") == nil)
             #expect(otherStream.header("Access-Control-Allow-Credentials") == nil)
+
+            // Without an Origin: no CORS fields, but every answer says it varies by Origin, so a
+            // shared cache never gives this copy to a listed origin's page.
+            for answer in [
+                try await server.get("/app.js"), try await server.get("/api/items"), try await server.get("/api/sessions/nobody"),
+                try await server.post("/api/sessions/\(session)/samples", #"{"seq":3,"y":-10,"phase":"drag"}"#),
+                try await server.post("/api/sessions/\(session)/samples", "{"),
+            ] {
+                #expect(answer.headers["Access-Control-Allow-Origin"].isEmpty)
+                #expect(answer.headers["Vary"].contains("Origin"), "\(answer.status) \(answer.headers["Vary"])")
+            }
+            let plainStream = try await server.events(session)
+            #expect(plainStream.header("Access-Control-Allow-Origin") == nil)
+            #expect(plainStream.headers.contains { $0.0.lowercased() == "vary" && $0.1.contains("Origin") })
         }
     }
 
@@ -304,6 +318,10 @@ import Testing
             #expect(preflight.status == 405)
             #expect(preflight.headers["Access-Control-Allow-Origin"].isEmpty)
             #expect(preflight.headers["Access-Control-Allow-Credentials"].isEmpty)
+            // No origin is ever answered differently: nothing varies by it.
+            for answer in [try await server.get("/app.js"), try await server.get("/api/items", headers: [("Origin", "https://app.example")])] {
+                #expect(!answer.headers["Vary"].contains("Origin"), "\(answer.headers["Vary"])")
+            }
         }
     }
 

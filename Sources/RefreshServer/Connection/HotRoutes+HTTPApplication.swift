@@ -16,9 +16,11 @@ extension HotRoutes: HTTPApplication {
     {
         switch samples(request.head, session: session, body: request.body) {
         case .state(let state):
-            ResponseHead.stateAnswer(state, connection: connection, cors: request.cors, allocator: allocator)
+            ResponseHead.stateAnswer(state, connection: connection, cors: request.cors, variesByOrigin: policy.variesByOrigin, allocator: allocator)
         case .refused(let payload):
-            ResponseHead.answer(payload, connection: connection, cors: request.cors, headOnly: request.head.method == .HEAD, allocator: allocator)
+            ResponseHead.answer(
+                payload, connection: connection, cors: request.cors, variesByOrigin: policy.variesByOrigin, headOnly: request.head.method == .HEAD,
+                allocator: allocator)
         }
     }
 

@@ -123,7 +123,8 @@ final class HotRoutes: Sendable {
             metrics.streamOpened()
             var bytes = channel.allocator.buffer(capacity: 256 + opening.readableBytes)
             ResponseHead.write(
-                status: response.status, fields: response.headerFields, connection: .none, cors: cors, into: &bytes)
+                status: response.status, fields: response.headerFields, connection: .none, cors: cors,
+                variesByOrigin: policy.variesByOrigin, into: &bytes)
             bytes.writeImmutableBuffer(opening)
             stream.events = events
             return .opened(stream, bytes)
