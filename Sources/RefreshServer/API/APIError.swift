@@ -91,7 +91,7 @@ public struct APIError: Error, Sendable, Equatable {
             switch error {
             case .invalidHeaderToken: "a header field is malformed"
             // The parser names the first thing it could not read, not why: a request line
-            // whose lines end in a bare LF reads as a bad version, a Content-Length beside
+            // ending in a bare LF reads as a bad version, a Content-Length beside
             // `Transfer-Encoding: identity` as a bad length, two of them as an unexpected one.
             case .invalidVersion: "its request line does not end in HTTP/1.0 or HTTP/1.1 and CRLF"
             case .invalidMethod: "its method is malformed"
