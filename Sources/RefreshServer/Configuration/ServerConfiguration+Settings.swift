@@ -183,7 +183,7 @@ extension ServerConfiguration {
         ) { TrustedProxies.Network($0) == nil ? notAProxy($0).problem : nil },
         .seconds(
             "request-head-timeout", \.requestHeadTimeout,
-            help: "Seconds a request head (and then its body) may take to arrive from its first byte (408 beyond)."),
+            help: "Seconds a request head (then its body) may take from its first byte: a stalled head is closed, a stalled body gets 408."),
         .seconds("idle-timeout", \.idleTimeout, help: "Seconds a kept-alive connection may wait for its next request."),
         .seconds(
             "send-timeout", \.sendTimeout,

@@ -87,8 +87,9 @@ public struct ServerConfiguration: Sendable {
     /// from anyone else the header is ignored.
     public var trustedProxies: [String] = []
 
-    /// A request head (and then its body) must arrive within this long of its first byte,
-    /// or it is answered 408 and the connection closes.
+    /// A request head (and then its body) must arrive within this long of its first byte.
+    /// A stalled head is closed without an answer (nothing was asked yet, as nginx does); a
+    /// stalled body is answered 408; either way the connection closes.
     public var requestHeadTimeout: Duration = .seconds(10)
     /// A kept-alive connection without a request for this long is closed.
     public var idleTimeout: Duration = .seconds(60)
