@@ -86,7 +86,16 @@ if ! [[ $l1_samples =~ ^[1-9][0-9]*$ ]]; then
     exit 2
 fi
 work=$(mktemp -d)
-port=$((20000 + RANDOM % 20000))
+# The ports: PORT for one server, PORT+1… for the cluster's instances, PORT+10 for PostgreSQL.
+# All below the kernel's range for outgoing connections (32768 up by default): one of those,
+# from the load this script makes itself, could hold a port of that range when a server binds.
+port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+for _ in $(seq 100); do
+    port=$((20000 + RANDOM % 12000))
+    taken=no
+    for offset in 0 1 2 3 10; do port_taken "$((port + offset))" && taken=yes; done
+    [ "$taken" = no ] && break
+done
 lines="$work/lines.jsonl"
 server_pid=""
 measured_pid=""
@@ -103,13 +112,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_for_port() { # [PORT]
-    local port=${1:-$port}
+wait_for_port() { # [PORT [LOG]]
+    local port=${1:-$port} log=${2:-}
     for _ in $(seq 100); do
         curl -s -o /dev/null "http://127.0.0.1:$port/" && return 0
         sleep 0.1
     done
     echo "nothing answers on port $port" >&2
+    [ -n "$log" ] && tail -n 20 "$log" >&2
     return 1
 }
 
@@ -127,7 +137,7 @@ start() { # TARGET [more flags of ours…]
             ;;
     esac
     server_pid=$!
-    wait_for_port
+    if [ "$1" = ours ]; then wait_for_port "$port" "$work/ours.log"; else wait_for_port "$port" "$work/nginx/error.log"; fi
     # nginx's master only supervises: the worker is the process that serves and grows.
     measured_pid=$server_pid
     if [ "$1" = nchan ]; then measured_pid=$(pgrep -P "$server_pid" | head -n1); fi
@@ -184,7 +194,7 @@ start_setup() { # cluster|sqlite
         instance_pids+=($!)
     done
     for index in $(seq "${#instance_pids[@]}"); do
-        wait_for_port "$((port + index))"
+        wait_for_port "$((port + index))" "$work/$1-$index.log"
         wait_until_ready "$((port + index))"
     done
 }
