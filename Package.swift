@@ -189,7 +189,10 @@ let package = Package(
         // The connection layer tested alone: nothing of the server is built for it.
         .testTarget(
             name: "RefreshHTTPTests",
-            dependencies: ["RefreshHTTP", server("NIOCore", "swift-nio"), server("NIOHTTP1", "swift-nio"), server("NIOPosix", "swift-nio")]),
+            dependencies: [
+                "RefreshHTTP", server("NIOCore", "swift-nio"), server("NIOEmbedded", "swift-nio"), server("NIOHTTP1", "swift-nio"),
+                server("NIOPosix", "swift-nio"),
+            ]),
         .testTarget(
             name: "RefreshServerTests",
             dependencies: [

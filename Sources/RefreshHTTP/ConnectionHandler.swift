@@ -18,7 +18,9 @@ import NIOHTTP1
 /// at every sample. The application is an existential and the stream an object
 /// (``HTTPStream``), and this file is compiled once, for every application.
 /// Every answer is written as bytes straight to the socket: the pipeline is NIO's request
-/// decoder and this handler, nothing else.
+/// decoder and this handler, with the ``PlainRequestReader`` in front, which hands this
+/// handler the plainest requests (a sample's `POST`) itself, the decoder's three parts at once
+/// (``plainRequestRead(_:body:)``).
 ///
 /// NIO's decoder stops for good after a request that asks to upgrade (`Upgrade` with
 /// `Connection: upgrade`), leaving what follows to another protocol. The server upgrades to
@@ -92,6 +94,16 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
         // The deadline is looked at once the read is complete: a request that arrives and
         // is answered within one read never moves the timer.
         perform(action, context: context)
+    }
+
+    /// A request the ``PlainRequestReader`` in front of the decoder read whole: the three
+    /// parts the decoder would have given, at once. A plain request never stops the decoder
+    /// (it has no `Upgrade` and is no `CONNECT`).
+    func plainRequestRead(_ head: HTTPRequestHead, body: ByteBuffer?) {
+        guard let context else { return }
+        perform(machine.headReceived(head), context: context)
+        if let body { perform(machine.bodyReceived(body), context: context) }
+        perform(machine.endReceived(), context: context)
     }
 
     package func channelReadComplete(context: ChannelHandlerContext) {

@@ -112,8 +112,7 @@ import Testing
                 let pipeline = channel.pipeline.syncOperations
                 try pipeline.addHandler(socket)
                 try pipeline.addHandler(reads)
-                try pipeline.addHandler(HTTPServer.makeDecoder(maxHeadBytes: maxHeadBytes))
-                try pipeline.addHandler(handler)
+                try HTTPServer.addHandlers(handler, maxHeadBytes: maxHeadBytes, to: pipeline)
             }
             try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.9", port: 5000)).get()
         }
@@ -162,6 +161,14 @@ import Testing
         }
 
         var isOpen: Bool { channel.isActive }
+
+        /// Whether NIO's decoder reads this connection's bytes now, the reader of plain
+        /// requests having handed them over.
+        func decoderReads() async throws -> Bool {
+            try await channel.testingEventLoop.executeInContext { [channel] in
+                try channel.pipeline.syncOperations.handler(type: PlainRequestReader.self).decoderReads
+            }
+        }
 
         /// Whether the connection is closed once what is pending has run: its event loop, and
         /// the router's task that ends an answer there (up to two seconds of it).
@@ -227,6 +234,42 @@ import Testing
         let third = try #require(replies.range(of: "/third"))
         #expect(first.lowerBound < second.lowerBound && second.lowerBound < third.lowerBound)
         #expect(Self.statuses(replies) == [200, 200, 200])
+    }
+
+    @Test func plainRequestsAreReadBeforeTheDecoderAndTheFirstOtherOneHandsItTheConnection() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        let sample = Self.post("/api/sessions/\(session.id)/samples", #"{"seq":1,"y":-30}"#)
+        try await connection.send(sample + Self.get("/plain"))
+        #expect(Self.statuses(try await connection.answers(2)) == [200, 200])
+        #expect(try await !connection.decoderReads())
+        // A chunked body is the decoder's to read, and so is everything after it.
+        let chunked =
+            "POST /api/sessions/\(session.id)/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            + "Transfer-Encoding: chunked\r\n\r\n11\r\n{\"seq\":2,\"y\":-40}\r\n0\r\n\r\n"
+        try await connection.send(chunked)
+        let chunkedReply = try await connection.answers(1)
+        #expect(Self.statuses(chunkedReply) == [200])
+        #expect(chunkedReply.contains(#"{"state":{"#))
+        #expect(try await connection.decoderReads())
+        try await connection.send(Self.post("/api/sessions/\(session.id)/samples", #"{"seq":3,"y":-50}"#) + Self.get("/after"))
+        let after = try await connection.answers(2)
+        #expect(Self.statuses(after) == [200, 200])
+        #expect(after.hasSuffix("/after"))
+    }
+
+    @Test func aHeadCutByTheReadAfterAPlainRequestIsFinishedByTheDecoder() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        let next = Self.get("/second")
+        let cut = next.index(next.startIndex, offsetBy: 9)
+        try await connection.send(Self.post("/api/sessions/\(session.id)/samples", #"{"seq":1,"y":-30}"#) + next[..<cut])
+        #expect(Self.statuses(try await connection.answers(1)) == [200])
+        #expect(try await connection.decoderReads())
+        try await connection.send(String(next[cut...]))
+        let second = try await connection.answers(1)
+        #expect(Self.statuses(second) == [200])
+        #expect(second.hasSuffix("/second"))
     }
 
     @Test func whileTheRouterAnswersNothingMoreIsRead() async throws {

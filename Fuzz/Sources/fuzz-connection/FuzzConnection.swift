@@ -139,8 +139,7 @@ private struct Scenario {
         let maxHeadBytes = configuration.maxHeadBytes
         try! await channel.testingEventLoop.executeInContext { [channel, routes] in
             let pipeline = channel.pipeline.syncOperations
-            try pipeline.addHandler(HTTPServer.makeDecoder(maxHeadBytes: maxHeadBytes))
-            try pipeline.addHandler(ConnectionHandler(application: routes))
+            try HTTPServer.addHandlers(ConnectionHandler(application: routes), maxHeadBytes: maxHeadBytes, to: pipeline)
         }
         try! await channel.connect(to: SocketAddress(ipAddress: "127.0.0.9", port: 5000)).get()
     }
