@@ -118,6 +118,14 @@ let package = Package(
             swiftSettings: instrumented, linkerSettings: linked
         ),
         .executableTarget(
+            name: "fuzz-framing",
+            dependencies: [
+                "FuzzDriver", "FuzzSupport", "RefreshHTTP", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: instrumented, linkerSettings: linked
+        ),
+        .executableTarget(
             name: "fuzz-connection",
             dependencies: [
                 "FuzzDriver", "FuzzSupport", "RefreshEngine", "RefreshFeed", "RefreshHTTP", "RefreshServer",

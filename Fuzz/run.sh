@@ -7,7 +7,7 @@
 # Environment:
 #   FUZZ_BUILD_DIR      scratch path (default: .build-fuzz in the repository)
 #   FUZZ_SANITIZERS     what -sanitize= gets (default: fuzzer,address; "fuzzer" builds faster)
-#   FUZZ_TARGETS        which targets (default: "samples bodies connection tokens access")
+#   FUZZ_TARGETS        which targets (default: "samples bodies connection tokens access framing")
 #   FUZZ_UPDATE_CORPUS  1: merge the new inputs into Fuzz/corpus/ (otherwise a copy is fuzzed)
 #   FUZZ_ARGS           more libFuzzer flags, e.g. "-jobs=2"
 #   FUZZ_PARALLEL       1: the targets run side by side for the seconds given, not one after
@@ -26,7 +26,7 @@ repo="$(dirname "$here")"
 seconds="${1:-60}"
 build="${FUZZ_BUILD_DIR:-$repo/.build-fuzz}"
 sanitizers="${FUZZ_SANITIZERS:-fuzzer,address}"
-targets="${FUZZ_TARGETS:-samples bodies connection tokens access}"
+targets="${FUZZ_TARGETS:-samples bodies connection tokens access framing}"
 artifacts="$repo/artifacts/fuzz"
 mkdir -p "$artifacts"
 
@@ -39,7 +39,7 @@ build_target() {
     swift build -c debug --package-path "$here" --scratch-path "$build" "$@"
 }
 build_all() {
-    if [ "$targets" = "samples bodies connection tokens access" ]; then build_target; return; fi
+    if [ "$targets" = "samples bodies connection tokens access framing" ]; then build_target; return; fi
     for target in $targets; do build_target --product "fuzz-$target" || return 1; done
 }
 if ! build_all >"$log" 2>&1; then
@@ -63,7 +63,7 @@ fuzz() {
     local seeds
     seeds=$(ls "$corpus" | wc -l)
     local dict="$here/dictionaries/json.dict"
-    [ "$target" = connection ] && dict="$here/dictionaries/http.dict"
+    [ "$target" = connection ] || [ "$target" = framing ] && dict="$here/dictionaries/http.dict"
     [ "$target" = access ] && dict="$here/dictionaries/access.dict"
     [ "$target" = tokens ] && dict="$here/dictionaries/tokens.dict"
     local output="$artifacts/$target.log"

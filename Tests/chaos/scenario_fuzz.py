@@ -18,7 +18,7 @@ import subprocess
 from lib import ROOT, check, figure, finish, pick
 
 SECONDS = pick(30, 600)
-TARGETS = ("samples", "bodies", "connection", "tokens", "access")
+TARGETS = ("samples", "bodies", "connection", "tokens", "access", "framing")
 
 PARALLEL = pick("1", "0")
 
