@@ -597,7 +597,7 @@ package struct ConnectionStateMachine<Stream> {
 extension ConnectionStateMachine {
     /// Whether NIO's decoder stops parsing after this request's end, taking what follows for
     /// another protocol's bytes: it does so, as llhttp decides, after a `CONNECT` and after a
-    /// request with `Upgrade` whose `Connection` names `upgrade`. The server upgrades to
+    /// request with `Upgrade` whose `Connection` (or `Proxy-Connection`) names `upgrade`. The server upgrades to
     /// nothing, so such a request is answered as if it had no `Upgrade`, and the connection
     /// needs a fresh decoder for what comes next.
     package static func decoderStops(after head: HTTPRequestHead) -> Bool {
@@ -607,8 +607,9 @@ extension ConnectionStateMachine {
         guard head.headers.contains(where: { $0.name.utf8.count == 7 && RequestPolicy.equalIgnoringCase($0.name, "upgrade") }) else {
             return false
         }
+        // The decoder reads `Proxy-Connection` as `Connection`.
         return head.headers.contains { name, value in
-            name.utf8.count == 10 && RequestPolicy.equalIgnoringCase(name, "connection")
+            (RequestPolicy.equalIgnoringCase(name, "connection") || RequestPolicy.equalIgnoringCase(name, "proxy-connection"))
                 && value.split(separator: ",").contains {
                     RequestPolicy.equalIgnoringCase(String($0.filter { $0 != " " && $0 != "\t" }), "upgrade")
                 }

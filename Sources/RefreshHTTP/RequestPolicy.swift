@@ -133,7 +133,8 @@ package struct RequestPolicy: Sendable {
         equalIgnoringCase(a.utf8[...], b.utf8[...])
     }
 
-    private static func equalIgnoringCase(_ a: Substring.UTF8View, _ b: Substring.UTF8View) -> Bool {
+    /// ASCII letters compared without their case, every other byte as it is.
+    package static func equalIgnoringCase(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
         a.count == b.count && zip(a, b).allSatisfy { lower($0) == lower($1) }
     }
 

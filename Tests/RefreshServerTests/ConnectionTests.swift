@@ -498,6 +498,28 @@ import Testing
         #expect(connection.isOpen)
     }
 
+    /// The decoder reads `Proxy-Connection` as `Connection`: an upgrade it names stops the
+    /// decoder too, and the connection goes on with a fresh one.
+    @Test func anUpgradeNamedInProxyConnectionIsAnsweredAndTheConnectionGoesOn() async throws {
+        let connection = try await Connection()
+        try await connection.send(Self.get("/a", "Proxy-Connection: upgrade\r\nUpgrade: h2c\r\n") + Self.get("/b"))
+        let replies = try await connection.answers(2)
+        #expect(Self.statuses(replies) == [200, 200])
+        #expect(replies.hasSuffix("/b"))
+        #expect(connection.isOpen)
+    }
+
+    /// Nor is a request answered after one whose `Proxy-Connection` says `close`, as the
+    /// decoder reads it: the reader of plain requests leaves such a request to the decoder.
+    @Test func nothingIsAnsweredAfterARequestWhoseProxyConnectionSaysClose() async throws {
+        let connection = try await Connection()
+        try await connection.send(Self.get("/a", "Proxy-Connection: close\r\n") + Self.get("/b"))
+        let replies = try await connection.answers(1)
+        #expect(Self.statuses(replies).first == 200)
+        #expect(await connection.isClosedOnceSettled())
+        #expect(!(replies + (try await connection.written())).contains("/b"))
+    }
+
     @Test func upgradesInARowAnsweredOnTheEventLoopAreEachFollowedByTheNext() async throws {
         let connection = try await Connection()
         let session = try connection.session()
