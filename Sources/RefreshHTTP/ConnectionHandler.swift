@@ -17,10 +17,10 @@ import NIOHTTP1
 /// protocol, so a generic one would run unspecialised, looking up its application's types
 /// at every sample. The application is an existential and the stream an object
 /// (``HTTPStream``), and this file is compiled once, for every application.
-/// Every answer is written as bytes straight to the socket: the pipeline is NIO's request
-/// decoder and this handler, with the ``PlainRequestReader`` in front, which hands this
-/// handler the plainest requests (a sample's `POST`) itself, the decoder's three parts at once
-/// (``plainRequestRead(_:body:)``).
+/// Every answer is written as bytes straight to the socket: the pipeline is the
+/// ``PlainRequestReader``, which hands this handler the plainest requests (a sample's `POST`)
+/// itself, the decoder's three parts at once (``plainRequestRead(_:body:)``), then NIO's
+/// request decoder once a request is not plain, and this handler, nothing else.
 ///
 /// NIO's decoder stops for good after a request that asks to upgrade (`Upgrade` with
 /// `Connection: upgrade`), leaving what follows to another protocol. The server upgrades to
@@ -47,7 +47,7 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
     /// The router's task while it answers, cancelled if the connection closes first.
     private var routing: Task<Void, Never>?
     /// The decoder in front of this handler, once it has been replaced; until then, the one
-    /// the pipeline was built with.
+    /// the pipeline holds.
     private var decoder: ByteToMessageHandler<HTTPRequestDecoder>?
     /// The head that arrived last stops the decoder at its end (``ConnectionStateMachine/decoderStops(after:)``).
     private var decoderStopsAtEnd = false

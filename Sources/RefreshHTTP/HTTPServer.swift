@@ -8,9 +8,9 @@ import NIOPosix
 import Glibc
 #endif
 
-/// Listens, and gives every connection NIO's HTTP/1.1 request decoder, with the reader of
-/// plain requests in front (``PlainRequestReader``), and the handler `makeHandler` makes (the
-/// application's connection handler).
+/// Listens, and gives every connection the reader of plain requests (``PlainRequestReader``,
+/// which brings in NIO's HTTP/1.1 request decoder for any other) and the handler
+/// `makeHandler` makes (the application's connection handler).
 ///
 /// There is no task per connection: an idle connection or an open event stream costs its
 /// channel and handlers only, and a task exists only while the router answers a request.
@@ -140,28 +140,29 @@ package struct HTTPServer: Sendable {
 }
 
 extension HTTPServer {
-    /// A connection's handlers: the decoder, and the handler that answers and writes bytes
-    /// straight to the socket; in front of the decoder, when the handler is the
-    /// ``ConnectionHandler``, the reader of plain requests that feeds it directly.
+    /// A connection's handlers: the ``PlainRequestReader``, which adds NIO's decoder behind
+    /// itself when it meets a request that is not plain, and the ``ConnectionHandler``; any
+    /// other handler gets the decoder in front of it from the start.
     private static func addHandlers(
         to channel: any Channel, maxHeadBytes: Int, _ makeHandler: @Sendable () -> any ChannelHandler
     ) throws {
         try addHandlers(makeHandler(), maxHeadBytes: maxHeadBytes, to: channel.pipeline.syncOperations)
     }
 
-    /// Adds the request's readers and `handler` at the end of `pipeline` (the tests' and
-    /// the fuzzer's pipelines have handlers of their own in front).
+    /// Adds what reads requests, and `handler`, at the end of `pipeline` (the tests' and the
+    /// fuzzer's pipelines have handlers of their own in front).
     package static func addHandlers(
         _ handler: any ChannelHandler, maxHeadBytes: Int, to pipeline: ChannelPipeline.SynchronousOperations
     ) throws {
         if let handler = handler as? ConnectionHandler {
             try pipeline.addHandler(PlainRequestReader(maxHeadBytes: maxHeadBytes, feeding: handler))
+        } else {
+            try pipeline.addHandler(makeDecoder(maxHeadBytes: maxHeadBytes))
         }
-        try pipeline.addHandler(makeDecoder(maxHeadBytes: maxHeadBytes))
         try pipeline.addHandler(handler)
     }
 
-    /// The request decoder every connection starts with. `forwardBytes`: when it is replaced,
+    /// NIO's request decoder, as a connection gets it. `forwardBytes`: when it is replaced,
     /// the bytes it held after a request that stopped it go to its successor.
     package static func makeDecoder(maxHeadBytes: Int) -> ByteToMessageHandler<HTTPRequestDecoder> {
         // The decoder refuses a head past the limit while it still arrives.

@@ -17,6 +17,10 @@ import NIOHTTP1
 /// request's first byte, as it would have, and refuses, frames and limits as it always has. A
 /// connection so never has two parsers' views of one request, and what the server refuses
 /// and how stays the decoder's.
+///
+/// The decoder joins the pipeline, behind this reader, when it is first needed: a connection
+/// whose requests are all plain (a page's samples, an open stream) never holds one, nor its
+/// parser's state.
 package final class PlainRequestReader: ChannelInboundHandler, RemovableChannelHandler {
     package typealias InboundIn = ByteBuffer
     package typealias InboundOut = ByteBuffer
@@ -24,9 +28,9 @@ package final class PlainRequestReader: ChannelInboundHandler, RemovableChannelH
     private let maxHeadBytes: Int
     private let handler: ConnectionHandler
     /// Whether the decoder reads this connection's bytes from now on.
-    package private(set) var decoderReads = false
+    private var decoderReads = false
 
-    /// `handler`: the connection's handler, behind the decoder; `maxHeadBytes`: the
+    /// `handler`: the connection's handler, next in the pipeline; `maxHeadBytes`: the
     /// decoder's limit, which a head this reader reads stays within.
     package init(maxHeadBytes: Int, feeding handler: ConnectionHandler) {
         self.maxHeadBytes = maxHeadBytes
@@ -39,6 +43,12 @@ package final class PlainRequestReader: ChannelInboundHandler, RemovableChannelH
         while buffer.readableBytes > 0 {
             guard let request = PlainRequest.read(&buffer, maxHeadBytes: maxHeadBytes) else {
                 decoderReads = true
+                do {
+                    try context.pipeline.syncOperations.addHandler(HTTPServer.makeDecoder(maxHeadBytes: maxHeadBytes), position: .after(self))
+                } catch {
+                    // The pipeline is being torn down: nothing more will be read.
+                    return
+                }
                 return context.fireChannelRead(wrapInboundOut(buffer))
             }
             handler.plainRequestRead(request.head, body: request.body)

@@ -162,11 +162,11 @@ import Testing
 
         var isOpen: Bool { channel.isActive }
 
-        /// Whether NIO's decoder reads this connection's bytes now, the reader of plain
-        /// requests having handed them over.
+        /// Whether NIO's decoder reads this connection's bytes now: the reader of plain
+        /// requests brings it in when a request is not plain.
         func decoderReads() async throws -> Bool {
             try await channel.testingEventLoop.executeInContext { [channel] in
-                try channel.pipeline.syncOperations.handler(type: PlainRequestReader.self).decoderReads
+                (try? channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)) != nil
             }
         }
 
