@@ -597,25 +597,42 @@ package struct ConnectionStateMachine<Stream> {
 extension ConnectionStateMachine {
     /// Whether NIO's decoder stops parsing after this request's end, taking what follows for
     /// another protocol's bytes: it does so, as llhttp decides, after a `CONNECT` and after a
-    /// request with `Upgrade` whose `Connection` (or `Proxy-Connection`) names `upgrade`. The server upgrades to
-    /// nothing, so such a request is answered as if it had no `Upgrade`, and the connection
-    /// needs a fresh decoder for what comes next.
+    /// request with an `Upgrade` that is not blank and a `Connection` (or `Proxy-Connection`,
+    /// which llhttp reads as one) that lists `upgrade`. The server upgrades to nothing, so such
+    /// a request is answered as if it had no `Upgrade`, and the connection needs a fresh
+    /// decoder for what comes next.
+    ///
+    /// Where llhttp's reading of a `Connection` is in doubt, this says no: a decoder wrongly
+    /// taken for stopped would be replaced while it still parses the read, whose next request
+    /// would then reach the fresh decoder as parts, not bytes. A stopped decoder taken for
+    /// running only leaves the connection to its idle deadline. `DecoderStopTests` holds this
+    /// to the decoder.
     package static func decoderStops(after head: HTTPRequestHead) -> Bool {
         if head.method == .CONNECT { return true }
         // Every request comes through here: most have no `Upgrade`, found by comparing the
         // names of its length only, with no allocation.
-        guard head.headers.contains(where: { $0.name.utf8.count == 7 && RequestPolicy.equalIgnoringCase($0.name, "upgrade") }) else {
-            return false
+        let upgrades = head.headers.contains { name, value in
+            name.utf8.count == 7 && RequestPolicy.equalIgnoringCase(name, "upgrade")
+                && value.utf8.contains { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
         }
-        // The decoder reads `Proxy-Connection` as `Connection`.
+        guard upgrades else { return false }
         return head.headers.contains { name, value in
             (RequestPolicy.equalIgnoringCase(name, "connection") || RequestPolicy.equalIgnoringCase(name, "proxy-connection"))
-                && value.split(separator: ",").contains {
-                    RequestPolicy.equalIgnoringCase(String($0.filter { $0 != " " && $0 != "\t" }), "upgrade")
-                }
+                && listsUpgrade(value)
         }
     }
 
+    /// Whether a `Connection` value lists `upgrade`, read strictly: tokens between commas,
+    /// spaces around them, no tab anywhere (a tab ends llhttp's reading of the tokens).
+    private static func listsUpgrade(_ value: String) -> Bool {
+        var lists = false
+        for token in value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+            let trimmed = token.drop { $0 == UInt8(ascii: " ") }.reversed().drop { $0 == UInt8(ascii: " ") }.reversed()
+            guard trimmed.allSatisfy(\.isTokenByte) else { return false }
+            if RequestPolicy.equalIgnoringCase(trimmed, "upgrade".utf8) { lists = true }
+        }
+        return lists
+    }
 }
 
 /// A request target in absolute form (`http://name:port/path?query`), split into the

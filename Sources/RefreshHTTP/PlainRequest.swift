@@ -121,7 +121,7 @@ private struct HeadReader {
     /// A field's name and value, past its CRLF.
     private mutating func field() -> (name: Range<Int>, value: Range<Int>)? {
         let nameStart = index
-        while index < limit, Self.isTokenByte(bytes[index]) { index += 1 }
+        while index < limit, bytes[index].isTokenByte { index += 1 }
         guard index > nameStart, index < limit, bytes[index] == UInt8(ascii: ":") else { return nil }
         let name = nameStart..<index
         index += 1
@@ -189,18 +189,6 @@ private struct HeadReader {
         }
     }
 
-    /// RFC 9110 §5.6.2: `tchar`.
-    private static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
-            UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
-            UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
-            true
-        default: false
-        }
-    }
-
     /// RFC 3986's `pchar` without percent-decoding, and `/`, `?`: what an origin-form target
     /// holds when nothing in it is out of the ordinary.
     private static func isTargetByte(_ byte: UInt8) -> Bool {
@@ -226,4 +214,18 @@ extension UInt8 {
     fileprivate static let lf = UInt8(ascii: "\n")
     fileprivate static let space = UInt8(ascii: " ")
     fileprivate static let tab = UInt8(ascii: "\t")
+}
+
+extension UInt8 {
+    /// RFC 9110 §5.6.2: `tchar`.
+    package var isTokenByte: Bool {
+        switch self {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+            UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+            UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            true
+        default: false
+        }
+    }
 }

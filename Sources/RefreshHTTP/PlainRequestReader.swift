@@ -29,6 +29,9 @@ package final class PlainRequestReader: ChannelInboundHandler, RemovableChannelH
     private let handler: ConnectionHandler
     /// Whether the decoder reads this connection's bytes from now on.
     private var decoderReads = false
+    /// Whether a read is being read, and what arrived meanwhile.
+    private var reading = false
+    private var arrived: [ByteBuffer] = []
 
     /// `handler`: the connection's handler, next in the pipeline; `maxHeadBytes`: the
     /// decoder's limit, which a head this reader reads stays within.
@@ -39,19 +42,41 @@ package final class PlainRequestReader: ChannelInboundHandler, RemovableChannelH
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if decoderReads { return context.fireChannelRead(data) }
-        var buffer = unwrapInboundIn(data)
-        while buffer.readableBytes > 0 {
-            guard let request = PlainRequest.read(&buffer, maxHeadBytes: maxHeadBytes) else {
-                decoderReads = true
-                do {
-                    try context.pipeline.syncOperations.addHandler(HTTPServer.makeDecoder(maxHeadBytes: maxHeadBytes), position: .after(self))
-                } catch {
-                    // The pipeline is being torn down: nothing more will be read.
-                    return
-                }
-                return context.fireChannelRead(wrapInboundOut(buffer))
-            }
-            handler.plainRequestRead(request.head, body: request.body)
+        let buffer = unwrapInboundIn(data)
+        if reading {
+            // A read inside this one: NIO reads at once when a write made while answering
+            // fails. Its bytes follow this read's, after them.
+            arrived.append(buffer)
+            return
         }
+        reading = true
+        defer { reading = false }
+        var next: ByteBuffer? = buffer
+        while var buffer = next {
+            while buffer.readableBytes > 0 {
+                guard let request = PlainRequest.read(&buffer, maxHeadBytes: maxHeadBytes) else {
+                    return handOver(buffer, context: context)
+                }
+                handler.plainRequestRead(request.head, body: request.body)
+            }
+            next = arrived.isEmpty ? nil : arrived.removeFirst()
+        }
+    }
+
+    /// Brings in the decoder behind this reader and gives it `buffer`, then whatever arrived
+    /// during this read, in order.
+    private func handOver(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+        decoderReads = true
+        do {
+            try context.pipeline.syncOperations.addHandler(HTTPServer.makeDecoder(maxHeadBytes: maxHeadBytes), position: .after(self))
+        } catch {
+            // The pipeline is being torn down: nothing more will be read.
+            return
+        }
+        // One buffer: a read inside this one would otherwise reach the decoder before them.
+        var bytes = buffer
+        for later in arrived { bytes.writeImmutableBuffer(later) }
+        arrived = []
+        context.fireChannelRead(wrapInboundOut(bytes))
     }
 }

@@ -48,12 +48,20 @@ import Testing
             self.context = context
         }
 
+        /// Bytes the client sends as the next write is made: NIO reads at once when a write
+        /// fails, so a read can arrive inside the one being answered.
+        var readDuringNextWrite: ByteBuffer?
+
         func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
             let bytes = unwrapOutboundIn(data).readableBytes
             queued += bytes
             written += bytes
             largestWrite = max(largestWrite, bytes)
             context.write(data, promise: promise)
+            if let read = readDuringNextWrite {
+                readDuringNextWrite = nil
+                context.fireChannelRead(NIOAny(read))
+            }
             if queued > highWater, let channel = context.channel as? NIOAsyncTestingChannel, channel.isWritable {
                 channel.isWritable = false
                 context.fireChannelWritabilityChanged()
@@ -162,6 +170,13 @@ import Testing
 
         var isOpen: Bool { channel.isActive }
 
+        /// `text` arrives while the next write is made (``SocketBuffer/readDuringNextWrite``).
+        func readDuringNextWrite(_ text: String) async throws {
+            try await channel.testingEventLoop.executeInContext { [socket] in
+                socket.readDuringNextWrite = ByteBuffer(string: text)
+            }
+        }
+
         /// Whether NIO's decoder reads this connection's bytes now: the reader of plain
         /// requests brings it in when a request is not plain.
         func decoderReads() async throws -> Bool {
@@ -256,6 +271,23 @@ import Testing
         let after = try await connection.answers(2)
         #expect(Self.statuses(after) == [200, 200])
         #expect(after.hasSuffix("/after"))
+    }
+
+    /// The reader of plain requests meets a read inside the one it reads (its sample's
+    /// answer is written during the read): the inner read's bytes follow the outer read's,
+    /// and reach the decoder after them once it is brought in.
+    @Test func aReadThatArrivesWhileAReadIsAnsweredFollowsIt() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        try await connection.readDuringNextWrite(Self.get("/inner"))
+        let notPlain = "GET /outer HTTP/1.1\r\nHost: localhost\r\nX-A: \u{e9}\r\n\r\n"
+        try await connection.send(Self.post("/api/sessions/\(session.id)/samples", #"{"seq":1,"y":-30}"#) + notPlain)
+        let replies = try await connection.answers(3)
+        #expect(Self.statuses(replies) == [200, 200, 200])
+        let outer = try #require(replies.range(of: "/outer"))
+        let inner = try #require(replies.range(of: "/inner"))
+        #expect(outer.lowerBound < inner.lowerBound)
+        #expect(connection.isOpen)
     }
 
     @Test func aHeadCutByTheReadAfterAPlainRequestIsFinishedByTheDecoder() async throws {
@@ -503,6 +535,22 @@ import Testing
     @Test func anUpgradeNamedInProxyConnectionIsAnsweredAndTheConnectionGoesOn() async throws {
         let connection = try await Connection()
         try await connection.send(Self.get("/a", "Proxy-Connection: upgrade\r\nUpgrade: h2c\r\n") + Self.get("/b"))
+        let replies = try await connection.answers(2)
+        #expect(Self.statuses(replies) == [200, 200])
+        #expect(replies.hasSuffix("/b"))
+        #expect(connection.isOpen)
+    }
+
+    /// An `Upgrade` left blank, or a `Connection` whose tokens llhttp does not read as a list
+    /// of `upgrade`, does not stop the decoder: the request after it in the same read is
+    /// read by the same decoder (a fresh one put in front of it would be handed parts).
+    @Test(arguments: [
+        "Connection: upgrade\r\nUpgrade: \r\n", "Proxy-Connection: upgrade\r\nUpgrade: \t\r\n",
+        "Connection: upgrade\t,x\r\nUpgrade: websocket\r\n", "Connection: up grade\r\nUpgrade: websocket\r\n",
+    ])
+    func anUpgradeTheDecoderDoesNotTakeLeavesTheNextRequestToIt(_ fields: String) async throws {
+        let connection = try await Connection()
+        try await connection.send(Self.get("/a", fields) + Self.get("/b"))
         let replies = try await connection.answers(2)
         #expect(Self.statuses(replies) == [200, 200])
         #expect(replies.hasSuffix("/b"))
