@@ -51,6 +51,9 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
     private var decoder: ByteToMessageHandler<HTTPRequestDecoder>?
     /// The head that arrived last stops the decoder at its end (``ConnectionStateMachine/decoderStops(after:)``).
     private var decoderStopsAtEnd = false
+    /// Whether the bytes read so far end inside a request, as the reader in front of the
+    /// decoder follows them (``RequestBoundaries``); set before each read completes.
+    var requestStarted = false
 
     package init(application: any HTTPApplication) {
         self.application = application
@@ -107,7 +110,7 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
     }
 
     package func channelReadComplete(context: ChannelHandlerContext) {
-        perform(machine.readCompleted(), context: context)
+        perform(machine.readCompleted(requestStarted: requestStarted), context: context)
         armDeadline(context: context)
         context.fireChannelReadComplete()
     }

@@ -155,6 +155,9 @@ package struct ConnectionStateMachine<Stream> {
     private var backlog = CircularBuffer<Part>()
     /// Bumped whenever a deadline starts afresh.
     private var epoch = 0
+    /// Whether the bytes read so far end inside a request whose head the decoder holds but
+    /// has not reported (it says nothing until a head is whole), as of the last read.
+    private var requestStarted = false
     /// The judge of every head.
     package let admission: RequestAdmission
     package var limits: Limits { admission.limits }
@@ -226,14 +229,19 @@ package struct ConnectionStateMachine<Stream> {
     }
 
     /// A read from the socket ended (whether or not it completed a request).
-    package mutating func readCompleted() -> Action {
+    /// `requestStarted`: the bytes read so far end inside a request (``RequestBoundaries``).
+    package mutating func readCompleted(requestStarted: Bool = false) -> Action {
+        self.requestStarted = requestStarted
         switch state {
         case .idle(.waiting) where backlog.isEmpty:
             // Bytes came and no request was completed: a head has started.
             state = .idle(.headStarted)
             epoch += 1
         case .idle(.answeredInThisRead):
-            state = .idle(.waiting)
+            // What else the read brought after the request it completed is a head started,
+            // held to the head's deadline like any other.
+            state = .idle(requestStarted ? .headStarted : .waiting)
+            if requestStarted { epoch += 1 }
         default:
             break
         }
@@ -305,9 +313,15 @@ package struct ConnectionStateMachine<Stream> {
             return .closeNow
         }
         guard keepAlive, case .serving = lifecycle else { return closeAfterAnswer() }
-        state = .idle(.waiting)
+        state = idleAfterAnswer
         epoch += 1
         return .none
+    }
+
+    /// Between requests after an answer: a request the reads already started is waited for
+    /// on its head's deadline, not the idle one.
+    private var idleAfterAnswer: State {
+        .idle(requestStarted ? .headStarted : .waiting)
     }
 
     /// The next part that waited while an answer was pending, taken up; `nil` once none
@@ -582,7 +596,7 @@ package struct ConnectionStateMachine<Stream> {
             enterClosing()
             return .endStream(stream, then: .close)
         }
-        state = .idle(.waiting)
+        state = idleAfterAnswer
         epoch += 1
         return .endStream(stream, then: .keepAlive)
     }
@@ -616,22 +630,7 @@ extension ConnectionStateMachine {
                 && value.utf8.contains { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
         }
         guard upgrades else { return false }
-        return head.headers.contains { name, value in
-            (RequestPolicy.equalIgnoringCase(name, "connection") || RequestPolicy.equalIgnoringCase(name, "proxy-connection"))
-                && listsUpgrade(value)
-        }
-    }
-
-    /// Whether a `Connection` value lists `upgrade`, read strictly: tokens between commas,
-    /// spaces around them, no tab anywhere (a tab ends llhttp's reading of the tokens).
-    private static func listsUpgrade(_ value: String) -> Bool {
-        var lists = false
-        for token in value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
-            let trimmed = token.drop { $0 == UInt8(ascii: " ") }.reversed().drop { $0 == UInt8(ascii: " ") }.reversed()
-            guard trimmed.allSatisfy(\.isTokenByte) else { return false }
-            if RequestPolicy.equalIgnoringCase(trimmed, "upgrade".utf8) { lists = true }
-        }
-        return lists
+        return ConnectionOptions(head.headers).upgrade
     }
 }
 

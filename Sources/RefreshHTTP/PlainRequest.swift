@@ -210,8 +210,8 @@ private struct HeadReader {
 }
 
 extension UInt8 {
-    fileprivate static let cr = UInt8(ascii: "\r")
-    fileprivate static let lf = UInt8(ascii: "\n")
+    static let cr = UInt8(ascii: "\r")
+    static let lf = UInt8(ascii: "\n")
     fileprivate static let space = UInt8(ascii: " ")
     fileprivate static let tab = UInt8(ascii: "\t")
 }

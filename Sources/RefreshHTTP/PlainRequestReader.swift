@@ -32,16 +32,24 @@ package final class PlainRequestReader: ChannelInboundHandler, RemovableChannelH
     /// Whether a read is being read, and what arrived meanwhile.
     private var reading = false
     private var arrived: [ByteBuffer] = []
+    /// Where the bytes given to the decoder stand between requests, told to the connection
+    /// at the end of each read: a request started in a read that also brought a whole one
+    /// is held to the request head's deadline.
+    private var boundaries: RequestBoundaries
 
     /// `handler`: the connection's handler, next in the pipeline; `maxHeadBytes`: the
     /// decoder's limit, which a head this reader reads stays within.
     package init(maxHeadBytes: Int, feeding handler: ConnectionHandler) {
         self.maxHeadBytes = maxHeadBytes
         self.handler = handler
+        boundaries = RequestBoundaries(maxHeadBytes: maxHeadBytes)
     }
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if decoderReads { return context.fireChannelRead(data) }
+        if decoderReads {
+            unwrapInboundIn(data).withUnsafeReadableBytes { boundaries.consume($0) }
+            return context.fireChannelRead(data)
+        }
         let buffer = unwrapInboundIn(data)
         if reading {
             // A read inside this one: NIO reads at once when a write made while answering
@@ -77,6 +85,12 @@ package final class PlainRequestReader: ChannelInboundHandler, RemovableChannelH
         var bytes = buffer
         for later in arrived { bytes.writeImmutableBuffer(later) }
         arrived = []
+        bytes.withUnsafeReadableBytes { boundaries.consume($0) }
         context.fireChannelRead(wrapInboundOut(bytes))
+    }
+
+    package func channelReadComplete(context: ChannelHandlerContext) {
+        handler.requestStarted = boundaries.insideRequest
+        context.fireChannelReadComplete()
     }
 }

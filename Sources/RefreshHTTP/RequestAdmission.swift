@@ -58,8 +58,12 @@ package struct RequestAdmission: Sendable {
         var head = head
         var summary = HeadSummary(head)
         let cors = policy.corsOrigin(summary.firstOrigin)
-        func refused(_ error: HTTPRefusal, keepAlive: Bool = summary.keepAlive) -> Verdict {
-            .refused(Refused(error: error, head: head, cors: cors, keepAlive: keepAlive))
+        // A client waiting for `100 Continue` that is refused instead may send its body or
+        // not (RFC 9110 §10.1.1): what follows can no longer be told from the next request, so
+        // the connection closes after the refusal.
+        let framingKnown = !summary.expectsContinue
+        func refused(_ error: HTTPRefusal, keepAlive: Bool = summary.keepAlive && framingKnown) -> Verdict {
+            .refused(Refused(error: error, head: head, cors: cors, keepAlive: keepAlive && framingKnown))
         }
         if let refusal = summary.refusal(limits: limits) {
             // A head whose framing cannot be trusted closes the connection after the answer.
@@ -89,9 +93,7 @@ package struct RequestAdmission: Sendable {
             return refused(.methodNotAllowed(head.method.rawValue, allow: allow))
         }
         if let length = summary.contentLength, length > limits.maxBodyBytes {
-            // A client waiting for `100 Continue` has not sent the body: closing is cheaper
-            // than waiting to see whether it sends it anyway.
-            return refused(.bodyTooLarge(limit: limits.maxBodyBytes), keepAlive: summary.keepAlive && !summary.expectsContinue)
+            return refused(.bodyTooLarge(limit: limits.maxBodyBytes))
         }
         if RequestPolicy.changesState(head.method, onAPI: routing.isAPI(head.uri)) {
             guard policy.allowsOrigin(summary.origin, fetchSite: summary.fetchSite, host: summary.host) else {
@@ -129,7 +131,7 @@ extension RequestAdmission {
         init(_ head: HTTPRequestHead) {
             http11 = head.version.major == 1 && head.version.minor >= 1
             size = head.uri.utf8.count + 16
-            var connection: String?
+            var options = ConnectionOptions()
             for (name, value) in head.headers {
                 size += name.utf8.count + value.utf8.count + 4
                 switch name.utf8.count {
@@ -143,7 +145,9 @@ extension RequestAdmission {
                     if firstOrigin == nil { firstOrigin = value }
                 case 12 where RequestPolicy.equalIgnoringCase(name, "content-type"): contentType = value
                 case 14 where RequestPolicy.equalIgnoringCase(name, "sec-fetch-site"): fetchSite = value
-                case 10 where RequestPolicy.equalIgnoringCase(name, "connection"): connection = connection.map { $0 + "," + value } ?? value
+                case 10 where RequestPolicy.equalIgnoringCase(name, "connection"),
+                    16 where RequestPolicy.equalIgnoringCase(name, "proxy-connection"):
+                    options.read(value)
                 case 14 where RequestPolicy.equalIgnoringCase(name, "content-length"):
                     lengths += 1
                     contentLength = Int(value)
@@ -151,8 +155,7 @@ extension RequestAdmission {
                 default: break
                 }
             }
-            let tokens = connection.map { $0.lowercased().split(separator: ",").map { $0.filter { $0 != " " && $0 != "\t" } } } ?? []
-            keepAlive = http11 ? !tokens.contains("close") : tokens.contains("keep-alive")
+            keepAlive = options.keepsAlive(head.version)
         }
 
         var expectsContinue: Bool {

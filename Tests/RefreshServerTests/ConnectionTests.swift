@@ -471,6 +471,42 @@ import Testing
         #expect(await connection.isClosedOnceSettled())
     }
 
+    /// A request that waits for `100 Continue` and is refused instead may send its body or
+    /// not: the connection closes after the refusal rather than read that body as the next
+    /// request.
+    @Test(arguments: [
+        ("POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\n", 415),
+        ("POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nOrigin: https://evil.example\r\n", 403),
+        ("PATCH /api/sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n", 405),
+        ("POST /api/items HTTP/1.1\r\nHost: elsewhere.example\r\nContent-Type: application/json\r\n", 421),
+    ])
+    func expect100ContinueRefusedBeforeItsBodyClosesTheConnection(_ head: String, _ status: Int) async throws {
+        let connection = try await Connection()
+        let body = #"{"title":"x"}"#
+        try await connection.send(head + "Content-Length: \(body.utf8.count)\r\nExpect: 100-continue\r\n\r\n")
+        let reply = try await connection.answers(1)
+        #expect(Self.statuses(reply) == [status])
+        #expect(!reply.contains("100 Continue"))
+        #expect(reply.contains("\r\nConnection: close\r\n"))
+        try? await connection.send(body)
+        #expect(await connection.isClosedOnceSettled())
+        #expect(!(try await connection.written()).contains("HTTP/1.1 400"))
+    }
+
+    /// A request continued and then answered `404` has sent its body: the connection goes on.
+    @Test func expect100ContinueForAnUnknownSessionGetsItsBodyReadThenA404() async throws {
+        let connection = try await Connection()
+        let body = #"{"seq":1,"y":-10}"#
+        try await connection.send(
+            "POST /api/sessions/nobody/samples HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nExpect: 100-continue\r\n\r\n"
+        )
+        #expect(try await connection.written() == "HTTP/1.1 100 Continue\r\n\r\n")
+        try await connection.send(body + Self.get("/after"))
+        let replies = try await connection.answers(2)
+        #expect(Self.statuses(replies) == [404, 200])
+        #expect(replies.hasSuffix("/after"))
+    }
+
     @Test func aHeadRequestGetsTheHeadOnlyWithTheLengthTheBodyWouldHave() async throws {
         let connection = try await Connection()
         try await connection.send("HEAD /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n" + Self.get("/after"))
@@ -558,14 +594,22 @@ import Testing
     }
 
     /// Nor is a request answered after one whose `Proxy-Connection` says `close`, as the
-    /// decoder reads it: the reader of plain requests leaves such a request to the decoder.
-    @Test func nothingIsAnsweredAfterARequestWhoseProxyConnectionSaysClose() async throws {
+    /// decoder reads it: the reader of plain requests leaves such a request to the decoder,
+    /// and the answer says `Connection: close`, so a proxy that pooled the connection does
+    /// not send another user's request down it to be refused.
+    @Test(arguments: [
+        "Proxy-Connection: close\r\n", "Proxy-Connection: keep-alive, close\r\n", "Connection: keep-alive\r\nProxy-Connection: Close\r\n",
+    ])
+    func nothingIsAnsweredAfterARequestWhoseProxyConnectionSaysClose(_ fields: String) async throws {
         let connection = try await Connection()
-        try await connection.send(Self.get("/a", "Proxy-Connection: close\r\n") + Self.get("/b"))
+        try await connection.send(Self.get("/a", fields) + Self.get("/b"))
         let replies = try await connection.answers(1)
-        #expect(Self.statuses(replies).first == 200)
+        #expect(Self.statuses(replies) == [200])
+        #expect(replies.contains("\r\nConnection: close\r\n"))
         #expect(await connection.isClosedOnceSettled())
-        #expect(!(replies + (try await connection.written())).contains("/b"))
+        let all = replies + (try await connection.written())
+        #expect(!all.contains("/b"))
+        #expect(!all.contains("400"))
     }
 
     @Test func upgradesInARowAnsweredOnTheEventLoopAreEachFollowedByTheNext() async throws {
@@ -755,6 +799,40 @@ import Testing
         await connection.channel.testingEventLoop.advanceTime(by: .seconds(2))
         #expect(try await connection.written().isEmpty)
         #expect(!connection.isOpen)
+    }
+
+    /// A head started in the read that brought a whole request is held to the head's
+    /// deadline, not the idle one, whether the request before it was answered at once, by the
+    /// router, or refused; so is one whose body has not come.
+    @Test(arguments: [
+        "GET /a HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        "GET /a HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "DELETE /nothing/here HTTP/1.1\r\nHost: localhost\r\nUpgrade: h2c\r\nConnection: upgrade\r\n\r\n",
+        "GET /api/sessions/none/events HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        "GET /a HTTP/1.1\r\nHost: elsewhere.example\r\n\r\n",
+    ])
+    func aHeadStartedAfterAWholeRequestInOneReadIsClosedAtTheRequestDeadline(_ first: String) async throws {
+        for rest in ["GET /slow HTTP/1.1\r\nHo", "\r\nG", "POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\n{"] {
+            let connection = try await Connection()
+            try await connection.send(first + rest)
+            _ = try await connection.answers(1)
+            await connection.channel.testingEventLoop.advanceTime(by: .seconds(9))
+            #expect(connection.isOpen)
+            await connection.channel.testingEventLoop.advanceTime(by: .seconds(2))
+            await connection.channel.testingEventLoop.run()
+            #expect(!connection.isOpen, "\(first.debugDescription) then \(rest.debugDescription)")
+        }
+    }
+
+    /// Empty lines between requests are no request: the idle deadline still holds.
+    @Test func lineEndsAfterAWholeRequestLeaveTheIdleDeadline() async throws {
+        let connection = try await Connection()
+        try await connection.send(Self.get("/a") + "\r\n")
+        _ = try await connection.answers(1)
+        await connection.channel.testingEventLoop.advanceTime(by: .seconds(30))
+        #expect(connection.isOpen)
+        try await connection.send(Self.get("/b"))
+        #expect(try await connection.answers(1).hasSuffix("/b"))
     }
 
     @Test func aHeadTrickledAByteAtATimeIsClosedAtTheDeadlineOfItsFirstByte() async throws {

@@ -318,6 +318,47 @@ class Checker:
         self.check(status == 404 and (body or {}).get("error") == "session_not_found",
                    "a session of an instance the front does not know is unknown", f"status {status}, {body}")
 
+    def pooled_connections(self, rounds=150):
+        """A client whose requests say `Proxy-Connection: close` (nginx passes the field on and
+        pools its connections to the instances) must not make other users' requests fail:
+        each instance answers such a request with `Connection: close`, so nginx does not send
+        the next user's request down a connection the instance will not read."""
+        print("== the front's pooled connections")
+        failures = []
+        done = threading.Event()
+
+        def attacker():
+            connection = self.cluster.front(source="127.0.0.3")
+            sent = 0
+            while not done.is_set() and sent < rounds:
+                try:
+                    connection.request("GET", "/api/items?limit=1", headers={"Proxy-Connection": "close"})
+                    connection.getresponse().read()
+                except (OSError, http.client.HTTPException):
+                    connection.close()
+                    connection = self.cluster.front(source="127.0.0.3")
+                sent += 1
+            connection.close()
+
+        thread = threading.Thread(target=attacker, daemon=True)
+        thread.start()
+        victim = self.cluster.front(source="127.0.0.1")
+        for index in range(rounds):
+            path = "/api/items?limit=2" if index % 2 else "/api/feeds/main"
+            try:
+                status, body, _ = request(victim, "GET", path)
+            except (OSError, http.client.HTTPException) as error:
+                victim.close()
+                victim = self.cluster.front(source="127.0.0.1")
+                status, body = str(error), None
+            if status != 200:
+                failures.append((path, status, (body or {}).get("error") if isinstance(body, dict) else None))
+        done.set()
+        thread.join(timeout=30)
+        victim.close()
+        self.check(not failures, f"{rounds} reads of one client beside another whose requests say Proxy-Connection: close are all answered 200",
+                   f"{len(failures)} failed" + (f": {failures[:3]}" if failures else ""))
+
     def fan_out(self):
         print("== a: a publish on one instance reaches the sessions of all")
         first = self.head + 1
@@ -602,6 +643,7 @@ class Checker:
             if self.failures.failed:
                 return
             self.front_rules()
+            self.pooled_connections()
             self.fan_out()
             self.feeds()
             self.notifications_dropped()
