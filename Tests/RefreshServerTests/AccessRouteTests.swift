@@ -119,9 +119,29 @@ import Testing
             // Samples need the session id alone.
             _ = try await server.sample(id, seq: 1, y: 10)
 
-            // A session of the public feed created without a token: its id opens its stream.
+            // A session of the public feed created without a token: its id opens its stream,
+            // and a token given for it must be valid, as on every other route.
             let open = try await server.session()
             #expect(try await server.events(open).status == 200)
+            let malformed = try await server.events(open, headers: bearer("not.a.token"))
+            #expect(malformed.status == 401)
+            #expect(malformed.header("www-authenticate") == #"Bearer error="invalid_token""#)
+            let expired = try await keys.token("hs", sub: "alice", read: ["*"], expires: Date().addingTimeInterval(-5))
+            #expect(try await server.events(open, headers: [("Cookie", "ptr_token=\(expired)")]).status == 401)
+            #expect(try await server.events(open, headers: bearer(try await keys.token("rs", sub: "bob", read: ["user:9"]))).status == 200)
+        }
+    }
+
+    /// An owner is the bytes of `sub`: a spelling Unicode calls the same person (`café` with a
+    /// combining accent for `café` written whole) is another one.
+    @Test func aSessionsOwnerIsTheBytesOfItsSubject() async throws {
+        try await run { server, keys in
+            let whole = try await keys.token("hs", sub: "caf\u{E9}", read: ["user:1"])
+            let created = try await server.post("/api/sessions", #"{"feed":"user:1"}"#, headers: bearer(whole))
+            let id = try #require(created.json["id"] as? String)
+            let combined = try await keys.token("hs", sub: "cafe\u{301}", read: ["user:1"])
+            #expect(try await server.events(id, headers: bearer(combined)).status == 403)
+            #expect(try await server.events(id, headers: bearer(whole)).status == 200)
         }
     }
 
@@ -249,6 +269,26 @@ import Testing
             // Not the token, nor its signature alone.
             let signature = String(token.split(separator: ".").last!)
             #expect(!logged.contains { $0.contains(token) || $0.contains(signature) })
+        }
+    }
+
+    /// Only the first four `ptr_token` cookies are tried (each may cost a signature check),
+    /// and the README says so.
+    @Test func onlyTheFirstFourTokenCookiesAreTriedAsTheREADMESays() async throws {
+        #expect(AccessControl.Carrier.maximumCookies == 4)
+        let readme = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.replacingOccurrences(of: "\n  ", with: " ").contains("the first four `ptr_token` cookies a request carries"))
+        try await run { server, keys in
+            let good = try await keys.token("rs", read: ["user:1"])
+            let stale = try await keys.token("es", read: ["user:1"], expires: Date().addingTimeInterval(-60))
+            func cookies(_ tokens: [String]) -> [(String, String)] {
+                [("Cookie", tokens.map { "ptr_token=\($0)" }.joined(separator: "; "))]
+            }
+            #expect(try await server.get("/api/feeds/user:1/items", headers: cookies(Array(repeating: stale, count: 3) + [good])).status == 200)
+            expectRefused(
+                try await server.get("/api/feeds/user:1/items", headers: cookies(Array(repeating: stale, count: 4) + [good])), 401, "invalid_token")
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JWTKit
 import NIOCore
 import Testing
 
@@ -232,5 +233,35 @@ import Testing
         configuration.publicFeeds = ["main", "news:*", ""]
         #expect(throws: Never.self) { try configuration.validate() }
         #expect(configuration.publicFeedPatterns.map(\.description) == ["main", "news:*"])
+    }
+
+    /// A key's name, the issuer and the audience compare by their bytes, as item ids and
+    /// owners do: a spelling Unicode calls equivalent (`cafe` with a combining accent for
+    /// `café`) names another key, issuer or audience.
+    @Test func namesCompareByTheirBytes() async throws {
+        let secret = "a-secret-of-at-least-thirty-two-bytes-for-hs256"
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        let verifier = try await TokenVerifier(
+            [AccessKey(id: composed, algorithm: "HS256", material: .hmac(HMACKey(from: secret)))], issuer: composed, audience: composed)
+        let later = Int(Date().addingTimeInterval(3600).timeIntervalSince1970)
+        func token(kid: String, issuer: String, audience: String) async throws -> String {
+            try await TestKeys.hmacToken(
+                header: #"{"alg":"HS256","kid":"\#(kid)"}"#, claims: #"{"exp":\#(later),"iss":"\#(issuer)","aud":"\#(audience)"}"#,
+                secret: secret)
+        }
+        let accepted = try await token(kid: composed, issuer: composed, audience: composed)
+        #expect(throws: Never.self) { try verifier.verify(accepted) }
+        let cases: [(String, String, String, AccessRefusal)] = [
+            (decomposed, composed, composed, .unknownKey),
+            (composed, decomposed, composed, .issuer),
+            (composed, composed, decomposed, .audience),
+        ]
+        for (kid, issuer, audience, refusal) in cases {
+            let text = try await token(kid: kid, issuer: issuer, audience: audience)
+            #expect(throws: refusal, "kid \(kid.unicodeScalars.count), iss \(issuer.unicodeScalars.count), aud \(audience.unicodeScalars.count)") {
+                try verifier.verify(text)
+            }
+        }
     }
 }

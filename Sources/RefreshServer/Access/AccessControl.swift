@@ -85,11 +85,17 @@ struct AccessControl: Sendable {
     }
 
     /// Whether the stream of a session of `owner`, on `feed`, may be opened: the instant its
-    /// token expires, when it was opened with one, by which the stream must have closed.
+    /// token expires, when it was opened with one, by which the stream must have closed. A
+    /// session made without a token has a stream anyone who may read its feed may open; a
+    /// token given for it must still be valid, as on every other route.
     func stream(of owner: SessionOwner?, on feed: FeedName, _ carrier: Carrier) throws(APIError) -> Date? {
-        guard let verifier, let owner else { return nil }
+        guard let verifier else { return nil }
+        guard let owner else {
+            _ = try read(feed, carrier)
+            return nil
+        }
         guard case .token(let token) = try credentials(carrier, verifier: verifier) else { throw refused(.missing) }
-        guard token.subject == owner.subject else { throw refused(.insufficientScope) }
+        guard SessionOwner(subject: token.subject) == owner else { throw refused(.insufficientScope) }
         try decide(.read, on: feed, with: .token(token.rights))
         return token.expires
     }

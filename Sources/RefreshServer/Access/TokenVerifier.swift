@@ -92,7 +92,7 @@ struct TokenVerifier: Sendable {
         guard let algorithm = header.alg else { throw .algorithm }
         var candidates = keys[...]
         if let kid = header.kid {
-            candidates = candidates.filter { $0.id == kid }
+            candidates = candidates.filter { $0.id.utf8.elementsEqual(kid.utf8) }
             guard !candidates.isEmpty else { throw .unknownKey }
         }
         candidates = candidates.filter { $0.algorithm == algorithm }
@@ -116,10 +116,12 @@ struct TokenVerifier: Sendable {
     private func claims(_ claims: TokenClaims, now: Date) throws(AccessRefusal) -> AccessToken {
         guard now < claims.exp.value else { throw .expired }
         if let notBefore = claims.nbf?.value, now.addingTimeInterval(Self.notBeforeLeeway) < notBefore { throw .notYetValid }
-        if let issuer, claims.iss?.value != issuer { throw .issuer }
+        // Names compare by their bytes, as item ids and owners do: a spelling Unicode calls
+        // equivalent is another name.
+        if let issuer, !(claims.iss?.value.utf8.elementsEqual(issuer.utf8) ?? false) { throw .issuer }
         switch (audience, claims.aud?.value) {
         case (nil, nil): break
-        case (let audience?, let named?) where named.contains(audience): break
+        case (let audience?, let named?) where named.contains(where: { $0.utf8.elementsEqual(audience.utf8) }): break
         default: throw .audience
         }
         let rights: FeedRights
