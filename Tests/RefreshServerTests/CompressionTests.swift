@@ -1,6 +1,7 @@
 import CompressNIO
 import Foundation
 import NIOCore
+import NIOHTTP1
 import Testing
 
 @testable import RefreshServer
@@ -96,5 +97,32 @@ final class ZlibDecompressorWrapper: @unchecked Sendable {
             text += String(buffer: output)
         }
         return text
+    }
+
+    /// `Accept-Encoding` as RFC 9110 §12.5.3 reads it: a coding named outright overrides `*`,
+    /// whichever comes first, and a quality of 0 refuses.
+    @Test(arguments: [
+        ("gzip", true), ("x-gzip", true), ("GZIP;Q=0.5", true), ("*", true), ("deflate, gzip;q=1.0", true), ("*;q=0, gzip", true),
+        ("gzip;q=0.001", true), ("*, gzip;q=0", false), ("gzip;q=0, *", false), ("gzip; q=0", false), ("gzip;q=0.000", false),
+        ("br, *;q=0", false), ("identity", false), ("gzip;q=abc", false), ("gzip;q=2", false), ("", false), ("*;q=0", false),
+    ])
+    func acceptEncodingQualitiesAreHonoured(_ field: String, _ gzip: Bool) {
+        #expect(Gzip.accepted(by: HTTPHeaders([("Accept-Encoding", field)])) == gzip)
+    }
+
+    @Test func aQualityInOneFieldOverridesAWildcardInAnother() {
+        #expect(!Gzip.accepted(by: HTTPHeaders([("Accept-Encoding", "*"), ("Accept-Encoding", "gzip;q=0")])))
+    }
+
+    /// Streams, JSON and files alike: `*, gzip;q=0` is answered plain.
+    @Test func gzipRefusedBesideAWildcardIsNotSent() async throws {
+        try await TestServer.run { server in
+            let refusing = [("Accept-Encoding", "*, gzip;q=0")]
+            #expect(try await server.get("/", headers: refusing).headers["Content-Encoding"].isEmpty)
+            #expect(try await server.get("/api/items?limit=40", headers: refusing).headers["Content-Encoding"].isEmpty)
+            let stream = try await server.events(try await server.session(), headers: refusing)
+            #expect(stream.header("Content-Encoding") == nil)
+            #expect(try await stream.nextEvent().event == "state")
+        }
     }
 }

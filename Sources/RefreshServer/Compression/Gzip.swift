@@ -18,14 +18,35 @@ enum Gzip {
         return accepted(encodings: fields.count == 1 ? first : fields.joined(separator: ","))
     }
 
+    /// RFC 9110 §12.5.3: the quality `gzip` (or its alias `x-gzip`) is given, else the one
+    /// `*` is given, else none: gzip is used when that quality is above 0. A coding named
+    /// outright overrides `*`, so `*, gzip;q=0` refuses gzip; a quality that is not one
+    /// (`q=high`, `q=2`) is read as 0, as the refusal is the safe reading.
     private static func accepted(encodings header: String) -> Bool {
+        var named: Double?
+        var wildcard: Double?
         for part in header.split(separator: ",") {
             let pieces = part.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard let coding = pieces.first, coding == "gzip" || coding == "x-gzip" || coding == "*" else { continue }
-            let quality = pieces.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
-            return quality > 0
+            guard let coding = pieces.first else { continue }
+            var quality = 1.0
+            for parameter in pieces.dropFirst() where parameter.hasPrefix("q=") {
+                quality = Self.quality(parameter.dropFirst(2)) ?? 0
+            }
+            switch coding {
+            case "gzip", "x-gzip": named = max(named ?? 0, quality)
+            case "*": wildcard = max(wildcard ?? 0, quality)
+            default: continue
+            }
         }
-        return false
+        return (named ?? wildcard ?? 0) > 0
+    }
+
+    /// A `qvalue`: `0` to `1` with at most three decimals.
+    private static func quality(_ text: Substring) -> Double? {
+        guard text.count <= 5, text.first == "0" || text.first == "1", let value = Double(text), value <= 1,
+            text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") })
+        else { return nil }
+        return value
     }
 
     /// A whole body, compressed once.
