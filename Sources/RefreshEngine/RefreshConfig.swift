@@ -184,9 +184,12 @@ extension RefreshConfig {
                     field: "\(name).heldOffset",
                     reason: "must not exceed rubberBand.maxPull (\(Self.format(limit))): the list cannot be held further than it can be pulled")
             }
+            // Counted in Unicode scalars, not characters: one character can carry any number
+            // of combining marks, and every state event and sample answer carries the label.
             for (labelName, label) in [("pull", edge.labels.pull), ("release", edge.labels.release), ("active", edge.labels.active)]
-            where label.count > Self.longestLabel {
-                throw ConfigError(field: "\(name).labels.\(labelName)", reason: "must be at most \(Self.longestLabel) characters")
+            where label.unicodeScalars.count > Self.longestLabel {
+                throw ConfigError(
+                    field: "\(name).labels.\(labelName)", reason: "must be at most \(Self.longestLabel) characters (Unicode code points)")
             }
         }
     }

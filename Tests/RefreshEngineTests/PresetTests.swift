@@ -116,6 +116,9 @@ import Testing
         (RefreshConfig.Overrides(top: .init(heldOffset: 0)), "top.heldOffset"),
         (RefreshConfig.Overrides(bottom: .init(indicatorHeight: -5)), "bottom.indicatorHeight"),
         (RefreshConfig.Overrides(top: .init(labels: .init(active: String(repeating: "x", count: 201)))), "top.labels.active"),
+        // One character of 10,001 scalars: the limit counts code points, not characters.
+        (RefreshConfig.Overrides(bottom: .init(labels: .init(pull: "e" + String(repeating: "\u{301}", count: 10_000)))), "bottom.labels.pull"),
+        (RefreshConfig.Overrides(top: .init(labels: .init(release: String(repeating: "e\u{301}", count: 101)))), "top.labels.release"),
         (RefreshConfig.Overrides(prefetchDistance: -1), "prefetchDistance"),
         (RefreshConfig.Overrides(rubberBand: .init(maxPull: 0)), "rubberBand.maxPull"),
         (RefreshConfig.Overrides(rubberBand: .init(coefficient: .nan)), "rubberBand.coefficient"),
