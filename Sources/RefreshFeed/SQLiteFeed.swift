@@ -17,6 +17,11 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
     private let lockWait: LockWait
     /// A file others may lock, rather than a database of this process alone.
     private let isShared: Bool
+    /// Whether the last write failed for want of room or of the file: `/readyz` then says
+    /// writes cannot be made (``checkReady()``).
+    private let writeHealth: WriteHealth
+    /// The database's file, to see whether its disk has room; `nil` in memory.
+    private let path: String?
     /// The feed's name within the database.
     public let name: FeedName
 
@@ -32,10 +37,13 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
     ///     by publishing.
     public init(path: String, upstreams: [FeedName: UpstreamSet] = [:]) throws {
         let lockWait = LockWait(fallback: Self.lockDeadline)
+        writeHealth = WriteHealth()
         if path == ":memory:" {
             database = try DatabaseQueue()
             isShared = false
+            self.path = nil
         } else {
+            self.path = path
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             var configuration = Configuration()
@@ -53,6 +61,8 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
         database = store.database
         lockWait = store.lockWait
         isShared = store.isShared
+        writeHealth = store.writeHealth
+        path = store.path
         upstreamsByFeed = store.upstreamsByFeed
         self.name = name
     }
@@ -118,6 +128,14 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
                     CREATE INDEX item_order ON item (feed, published, id);
                     CREATE UNIQUE INDEX item_position ON item (feed, position);
                     """)
+        }
+        migrator.registerMigration("v5: readiness") { db in
+            // One row a readiness check rewrites after a write failed, to see whether writes
+            // can be made again.
+            try db.create(table: "readiness") { table in
+                table.primaryKey("id", .integer)
+                table.column("checked", .integer)
+            }
         }
         return migrator
     }
@@ -222,7 +240,7 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
         try ItemRules.check(items)
         let deadline = ContinuousClock.now + Self.lockDeadline
         do {
-            return try await database.writeWithoutTransaction { [lockWait, name] db in
+            let added = try await database.writeWithoutTransaction { [lockWait, name] db in
                 try lockWait.waiting(until: deadline) {
                     var added = 0
                     try db.inTransaction {
@@ -232,10 +250,14 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
                     return added
                 }
             }
+            writeHealth.succeeded()
+            return added
         } catch let error as DatabaseError where Self.transientFailures.contains(error.resultCode) {
             // The transaction rolled back, so nothing was stored: the client may retry later.
             if Self.lockFailures.contains(error.resultCode) { throw Self.locked }
-            throw FeedStoreUnavailable("SQLite could not store the items: \(error.message ?? "\(error.resultCode)")")
+            let reason = "SQLite could not store the items: \(error.message ?? "\(error.resultCode)")"
+            writeHealth.failed(reason)
+            throw FeedStoreUnavailable(reason)
         } catch is LockWait.Expired {
             throw Self.locked
         }
@@ -246,10 +268,22 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
     private static let locked = FeedStoreUnavailable(
         "SQLite could not store the items: another process held the database's lock for \(lockDeadline.secondsText)")
 
-    /// Reads the head, then takes the write lock and lets it go at once: a feed whose writes
-    /// cannot get the lock (another process holds it) is not ready, although it reads.
+    /// Reads the head, then sees that a write can be made: a feed whose disk is full, or
+    /// whose last write failed for want of room until a small write succeeds again, or whose
+    /// writes cannot get the lock (another process holds it), is not ready, although it reads.
     public func checkReady() async throws {
         _ = try await head()
+        if let path, let free = Self.freeBytes(onDiskOf: path), free < Self.leastFreeBytes {
+            throw FeedStoreUnavailable("the disk holding the SQLite database is full (\(free) bytes free): writes cannot be made")
+        }
+        if let failure = writeHealth.lastFailure {
+            do {
+                try await probeWrite()
+                writeHealth.succeeded()
+            } catch {
+                throw FeedStoreUnavailable("\(failure); a trial write fails too")
+            }
+        }
         guard isShared else { return }
         do {
             try await database.writeWithoutTransaction { [lockWait] db in
@@ -260,6 +294,28 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
             }
         } catch let error as DatabaseError where Self.lockFailures.contains(error.resultCode) {
             throw FeedStoreUnavailable("writes cannot get the SQLite database's lock: another process holds it")
+        }
+    }
+
+    /// Below this much room on the database's disk a write may not fit: a transaction writes
+    /// whole pages to the write-ahead log.
+    static let leastFreeBytes: UInt64 = 256 * 1024
+
+    /// The bytes this process may still write on the file system holding `path` (the root
+    /// user may write into the blocks kept for it).
+    static func freeBytes(onDiskOf path: String) -> UInt64? {
+        var stats = statvfs()
+        guard statvfs(URL(fileURLWithPath: path).deletingLastPathComponent().path, &stats) == 0 else { return nil }
+        let blocks = geteuid() == 0 ? UInt64(stats.f_bfree) : UInt64(stats.f_bavail)
+        return blocks * UInt64(stats.f_frsize)
+    }
+
+    /// A write of one small row, committed, to see whether writes can be made again.
+    private func probeWrite() async throws {
+        try await database.write { db in
+            try db.execute(
+                sql: "INSERT INTO readiness (id, checked) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET checked = excluded.checked",
+                arguments: [Timestamp.now().milliseconds])
         }
     }
 

@@ -147,7 +147,7 @@ enum Store: String, CaseIterable, CustomTestStringConvertible, Sendable {
             }
         }
         let feed = try SQLiteFeed(path: path)
-        #expect(try feed.appliedMigrations().suffix(2) == ["v3: feed positions", "v4: feeds"])
+        #expect(try feed.appliedMigrations().suffix(3) == ["v3: feed positions", "v4: feeds", "v5: readiness"])
         #expect(try await feed.head()?.position == 5)
         #expect(try await feed.head()?.item.id == "item-0")
         #expect(try await feed.added(after: 3, limit: 10).items.map(\.id) == ["item-0", "item-1"])

@@ -15,9 +15,9 @@ func temporaryDatabase() -> String {
     @Test func migrationsRunOnceInOrderAndSurviveReopening() throws {
         let path = temporaryDatabase()
         let first = try SQLiteFeed(path: path)
-        #expect(try first.appliedMigrations() == ["v1: items", "v2: upstream validators", "v3: feed positions", "v4: feeds"])
+        #expect(try first.appliedMigrations() == ["v1: items", "v2: upstream validators", "v3: feed positions", "v4: feeds", "v5: readiness"])
         let again = try SQLiteFeed(path: path)
-        #expect(try again.appliedMigrations() == ["v1: items", "v2: upstream validators", "v3: feed positions", "v4: feeds"])
+        #expect(try again.appliedMigrations() == ["v1: items", "v2: upstream validators", "v3: feed positions", "v4: feeds", "v5: readiness"])
     }
 
     @Test(arguments: Store.allCases)

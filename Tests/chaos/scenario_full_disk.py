@@ -2,7 +2,8 @@
 one), filled by a file until publishing fails, then the file removed.
 
 Invariants: while the disk is full, a publish answers 503 `store_unavailable` with a JSON
-error and `Retry-After` (never 500, never 201 for an item that is not stored); every item
+error and `Retry-After` (never 500, never 201 for an item that is not stored), and SQLite's
+`/readyz` says it is not ready (ready again once space returns); every item
 acknowledged before or during it is still there and readable; reads, sessions and samples
 keep working; when space returns, publishing resumes without a restart; afterwards the
 database passes its integrity check and positions are dense 1…n, also after a restart.
@@ -113,6 +114,9 @@ def exercise(store, server, filler, acknowledged, statuses, integrity):
     check(f"{store}: every acknowledged item is readable on a full disk", ids is not None and acknowledged <= set(ids),
           f"{len(acknowledged - set(ids or []))} missing")
     check(f"{store}: healthz on a full disk", request(server, "GET", "/healthz")[0] == 200)
+    if store == "sqlite":
+        status, ready = request_json(server, "GET", "/readyz")
+        check(f"{store}: readyz says not ready while writes cannot be made", status == 503, (status, ready))
     status, session = request_json(server, "POST", "/api/sessions", {"preset": "default"})
     check(f"{store}: a session opens on a full disk", status == 201, (status, session))
     if status == 201:
@@ -133,6 +137,8 @@ def exercise(store, server, filler, acknowledged, statuses, integrity):
             break
         time.sleep(0.2)
     check(f"{store}: publishing resumes when space returns (no restart)", resumed_after is not None, statuses)
+    status, ready = request_json(server, "GET", "/readyz")
+    check(f"{store}: readyz says ready again once space returns", status == 200, (status, ready))
     figure(f"{store} publishing resumed after", resumed_after if resumed_after is not None else -1, "s")
     ids = listed(server)
     check(f"{store}: every acknowledged item is there once space returns",
