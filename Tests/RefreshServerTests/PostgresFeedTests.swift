@@ -457,11 +457,12 @@ private final class Stages: Sendable {
     var all: [String] { stages.withLock { $0 } }
 }
 
-/// Waits up to 10 s for `condition`.
+/// Waits for `condition`, up to a minute: a bound on a wait that ends as soon as it holds,
+/// not a measure of how fast this machine gets there.
 func eventually(_ what: String, _ condition: @Sendable () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(10)
+    let deadline = ContinuousClock.now + .seconds(60)
     while try await !condition() {
-        guard ContinuousClock.now < deadline else { throw TestFailure("\(what): not within 10 s") }
+        guard ContinuousClock.now < deadline else { throw TestFailure("\(what): not within 60 s") }
         try await Task.sleep(for: .milliseconds(20))
     }
 }

@@ -2,9 +2,9 @@ import Logging
 import Synchronization
 
 extension PostgresFeed {
-    /// How long one operation may wait for PostgreSQL: while it is unreachable, requests are
-    /// answered `503` within this, instead of waiting for the pool's own verdict.
-    static let operationDeadline: Duration = .seconds(5)
+    /// How long one operation may wait for PostgreSQL by default: while it is unreachable,
+    /// requests are answered `503` within this, instead of waiting for the pool's own verdict.
+    public static let defaultOperationDeadline: Duration = .seconds(5)
 
     /// Runs `operation` within ``operationDeadline``; every failure becomes a
     /// ``FeedStoreUnavailable`` naming what was being done.
@@ -20,14 +20,14 @@ extension PostgresFeed {
             do { answer.give(.success(try await operation(attempt))) } catch { answer.give(.failure(error)) }
         }
         let timer = Task {
-            try await Task.sleep(for: Self.operationDeadline)
+            try await Task.sleep(for: operationDeadline)
             // Too late to say no to a write that is committing: its outcome is the answer.
             guard attempt.abandon() else { return }
             // Answered before the work is cancelled: cancelled, it ends with a
             // `CancellationError` of its own, which must not become the answer (a 500).
             answer.give(
                 .failure(
-                    FeedStoreUnavailable("PostgreSQL did not answer within \(Self.operationDeadline.secondsText) while \(doing)")))
+                    FeedStoreUnavailable("PostgreSQL did not answer within \(operationDeadline.secondsText) while \(doing)")))
             work.cancel()
         }
         defer { timer.cancel() }

@@ -49,7 +49,7 @@ extension PostgresFeed {
         let rows = Self.functionArgument(batch)
         // A writer stuck holding the head would stop every instance's writes: waiting for it
         // ends within the deadline.
-        let lockTimeout = "\(Self.operationDeadline.components.seconds)s"
+        let lockTimeout = "\(operationDeadline.components.seconds)s"
         var sent: (commit: UncertainCommit, written: Written)?
         do {
             return try await client.withTransaction(logger: logger) { connection in

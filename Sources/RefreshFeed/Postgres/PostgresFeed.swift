@@ -33,6 +33,9 @@ public final class PostgresFeed: FeedSource, FeedStore, Sendable {
     let logger: Logger
     /// Shared by every feed of the store, so the schema is migrated once.
     let schema: Schema
+    /// How long one operation may wait for PostgreSQL before it is answered unavailable
+    /// (``answered(_:_:)``), and a write for its feed's lock.
+    let operationDeadline: Duration
 
     /// Whether the schema is up to date, for every view of one store.
     final class Schema: Sendable {
@@ -45,7 +48,11 @@ public final class PostgresFeed: FeedSource, FeedStore, Sendable {
     ///   - url: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`, optionally `?sslmode=disable|prefer|require`.
     ///   - upstreams: what a refresh of each feed pulls from, once across every instance
     ///     sharing the database.
-    public init(url: String, upstreams: [FeedName: UpstreamSet] = [:], logger: Logger = Logger(label: "refresh-server.postgres")) throws {
+    ///   - operationDeadline: how long one operation may wait for PostgreSQL.
+    public init(
+        url: String, upstreams: [FeedName: UpstreamSet] = [:], operationDeadline: Duration = defaultOperationDeadline,
+        logger: Logger = Logger(label: "refresh-server.postgres")
+    ) throws {
         let location = try PostgresLocation(url: url)
         var configuration = PostgresClient.Configuration(
             host: location.host, port: location.port, username: location.user, password: location.password,
@@ -66,6 +73,7 @@ public final class PostgresFeed: FeedSource, FeedStore, Sendable {
         self.logger = logger
         name = .main
         schema = Schema()
+        self.operationDeadline = operationDeadline
     }
 
     private init(sharing store: PostgresFeed, name: FeedName) {
@@ -74,6 +82,7 @@ public final class PostgresFeed: FeedSource, FeedStore, Sendable {
         upstreamsByFeed = store.upstreamsByFeed
         logger = store.logger
         schema = store.schema
+        operationDeadline = store.operationDeadline
         self.name = name
     }
 

@@ -32,15 +32,26 @@ enum TestPostgres {
         return components.string ?? url
     }
 
-    /// A feed on a fresh database.
+    /// A feed on a fresh database, its schema migrated: the test's first operation then
+    /// does only what it names.
     static func freshFeed(upstreams: [FeedName: UpstreamSet] = [:]) async throws -> PostgresFeed {
-        try feed(url: try await freshDatabase(), upstreams: upstreams)
+        let feed = try feed(url: try await freshDatabase(), upstreams: upstreams)
+        _ = try await feed.appliedMigrations()
+        return feed
     }
+
+    /// How long an operation of a test's feed may wait for PostgreSQL. The suite runs its
+    /// cases side by side, dozens migrating and committing at once on a small machine: a
+    /// test decides what the store does, not how fast this machine does it. A test of the
+    /// deadline itself gives its own.
+    static let operationDeadline: Duration = .seconds(60)
 
     /// A feed on the database at `url`, as one instance has it, its connection pool running
     /// for the rest of the test run (idle connections close by themselves).
-    static func feed(url: String, upstreams: [FeedName: UpstreamSet] = [:]) throws -> PostgresFeed {
-        let feed = try PostgresFeed(url: url, upstreams: upstreams, logger: logger)
+    static func feed(
+        url: String, upstreams: [FeedName: UpstreamSet] = [:], operationDeadline: Duration = operationDeadline
+    ) throws -> PostgresFeed {
+        let feed = try PostgresFeed(url: url, upstreams: upstreams, operationDeadline: operationDeadline, logger: logger)
         Task { await feed.client.run() }
         return feed
     }
