@@ -9,7 +9,9 @@ import RefreshEngine
 
 extension FeedItem {
     init(_ item: Components.Schemas.Item) {
-        self.init(id: item.id, title: item.title, summary: item.summary, link: item.link, author: item.author, published: item.published)
+        self.init(
+            id: item.id, title: item.title, summary: item.summary, link: item.link, author: item.author, published: item.published,
+            position: item.position)
     }
 }
 

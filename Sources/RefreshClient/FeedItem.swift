@@ -10,14 +10,20 @@ public struct FeedItem: Sendable, Hashable, Identifiable, Codable {
     public var link: String?
     public var author: String?
     public var published: Date
+    /// Where the item stands in its feed (1, 2, 3… in the order the feed gained its items),
+    /// which orders the list; a republish never moves it.
+    public var position: Int?
 
-    public init(id: String, title: String, summary: String? = nil, link: String? = nil, author: String? = nil, published: Date) {
+    public init(
+        id: String, title: String, summary: String? = nil, link: String? = nil, author: String? = nil, published: Date, position: Int? = nil
+    ) {
         self.id = id
         self.title = title
         self.summary = summary
         self.link = link
         self.author = author
         self.published = published
+        self.position = position
     }
 }
 

@@ -4,7 +4,9 @@ import RefreshJSON
 /// text, and the JSON encoder escapes `<`, `>` and `&` as a second guard.
 ///
 /// Two items are equal when every field has the same bytes, as the stores keep them, not
-/// when `String` would call them equal (it compares by canonical equivalence).
+/// when `String` would call them equal (it compares by canonical equivalence). Where a store
+/// put the item (``position``) is not compared: an item given and the same item as stored
+/// are equal.
 public struct FeedItem: Sendable, Equatable {
     public var id: String
     public var title: String
@@ -12,18 +14,25 @@ public struct FeedItem: Sendable, Equatable {
     public var link: String?
     public var author: String?
     public var published: Timestamp
+    /// The position the item took in its feed, on an item a store gives back; `nil` on one
+    /// not stored yet.
+    public var position: FeedPosition?
 
-    public init(id: String, title: String, summary: String? = nil, link: String? = nil, author: String? = nil, published: Timestamp) {
+    public init(
+        id: String, title: String, summary: String? = nil, link: String? = nil, author: String? = nil, published: Timestamp,
+        position: FeedPosition? = nil
+    ) {
         self.id = id
         self.title = title
         self.summary = summary
         self.link = link
         self.author = author
         self.published = published
+        self.position = position
     }
 
-    /// Where the item stands in the feed's order.
-    public var cursor: FeedCursor { FeedCursor(published: published, id: id) }
+    /// Where the item stands among a batch's new items, which take positions oldest first.
+    public var dateOrder: DateOrder { DateOrder(published: published, id: id) }
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
         func same(_ lhs: String?, _ rhs: String?) -> Bool {
@@ -38,10 +47,11 @@ public struct FeedItem: Sendable, Equatable {
     }
 }
 
-/// A position in the feed: newest first by `published`, ties broken by `id` so that equal
-/// timestamps never skip or repeat an item across pages. Ids compare by their UTF-8 bytes,
-/// as the databases order them (``ItemKey``).
-public struct FeedCursor: Hashable, Sendable, Comparable {
+/// Items in the order of their dates, ties broken by `id` (compared by its UTF-8 bytes, as
+/// ``ItemKey`` does): the order a batch's new items take positions in, so the newest of a
+/// batch becomes the head. The list itself is ordered by position, which a republish with
+/// another date never moves.
+public struct DateOrder: Hashable, Sendable, Comparable {
     public var published: Timestamp
     public var id: String
 
@@ -50,7 +60,7 @@ public struct FeedCursor: Hashable, Sendable, Comparable {
         self.id = id
     }
 
-    /// Ascending in time; the feed lists in descending order.
+    /// Ascending in time.
     public static func < (lhs: Self, rhs: Self) -> Bool {
         lhs.published != rhs.published ? lhs.published < rhs.published : ItemKey.precedes(lhs.id, rhs.id)
     }
@@ -65,7 +75,8 @@ public struct FeedCursor: Hashable, Sendable, Comparable {
     }
 }
 
-/// Some items of the feed, newest first.
+/// Some items of the feed, newest first: in descending order of their positions, each with
+/// its ``FeedItem/position``.
 public struct FeedPage: Sendable, Equatable {
     public var items: [FeedItem]
     /// More items lie beyond this page in the direction asked for.
@@ -84,7 +95,9 @@ public struct FeedPage: Sendable, Equatable {
 /// Where an item stands in the order the feed gained its items: 1, 2, 3… with no gaps, each
 /// new item taking the next. Positions are visible in order: a reader that has seen position
 /// p never later finds a new item at p or below, so "new since p" is exact and counts as
-/// `head − p`. A republished id keeps its position; 0 is the head of an empty feed.
+/// `head − p`. A republished id keeps its position, whatever its new date: the list is
+/// ordered by position, so paging by positions never skips nor repeats an item that was
+/// republished between two pages. 0 is the head of an empty feed.
 public typealias FeedPosition = Int64
 
 /// The newest position of the feed and the item that took it.
@@ -109,6 +122,7 @@ extension JSONWriter {
         if let link = item.link { field("link", link) }
         if let author = item.author { field("author", author) }
         field("published", item.published.rfc3339)
+        if let position = item.position { field("position", Int(position)) }
         endObject()
     }
 

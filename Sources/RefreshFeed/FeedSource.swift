@@ -36,34 +36,33 @@ public struct FeedUpdate: Sendable, Equatable {
 /// Every item the feed gains takes the next ``FeedPosition``, and a store must make positions
 /// visible in order: once a read has seen position p, no item can later appear at p or
 /// below (a database sequence alone does not promise this, as transactions commit out of
-/// sequence order). Upserting an existing id takes no new position.
+/// sequence order). Upserting an existing id takes no new position. The list is in the order
+/// of positions, newest first, and pages are read by position: a republished item, whatever
+/// its new date, stays where it stood, so no page skips or repeats it.
 public protocol FeedSource: Sendable {
     /// Brings the feed up to date with its upstream, reporting progress as it goes.
     func update(progress: @escaping ProgressSink) async throws -> FeedUpdate
-    /// Items strictly newer than `cursor`, the newest `limit` of them; `hasMore` when there
-    /// are more than `limit` (a gap the caller cannot fill by prepending).
-    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage
-    /// Items strictly older than `cursor` (from the newest when `nil`), newest first, among
-    /// those at or below position `through` (all when `nil`); `hasMore` when older ones
-    /// remain. A page pages down only through what its first page was read at: an item that
-    /// came later, with an old date, reaches it once, on top, by a refresh.
-    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage
-    /// Items that took a position after `position`, the newest `limit` of them in feed order;
-    /// `hasMore` when there are more than `limit`. The page's `head` is the position the
-    /// reader has then seen everything up to.
+    /// Items that took a position after `position`, the newest `limit` of them, newest
+    /// first; `hasMore` when there are more than `limit` (a gap the caller cannot fill by
+    /// prepending). The page's `head` is the position the reader has then seen everything
+    /// up to.
     func added(after position: FeedPosition, limit: Int) async throws -> FeedPage
+    /// Items at positions below `position` (from the head when `nil`), newest first;
+    /// `hasMore` when older ones remain.
+    func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage
     /// The newest position and its item; `nil` while the feed is empty.
     func head() async throws -> FeedHead?
-    /// Stores items, replacing any with the same id; returns them as stored (the last of a
-    /// batch's items with one id, compared by bytes as ``ItemKey`` does). New ids take
-    /// positions in feed order, so the newest of a batch becomes the head. Throws
+    /// Stores items, replacing any with the same id; returns them as stored, with their
+    /// positions (the last of a batch's items with one id, compared by bytes as ``ItemKey``
+    /// does). New ids take positions in the order of their dates (``DateOrder``), so the
+    /// newest of a batch becomes the head. Throws
     /// ``InvalidFeedItem``, storing nothing, when an item breaks ``ItemRules``.
     func publish(_ items: [FeedItem]) async throws -> [FeedItem]
     /// ``publish(_:)``, answering also the head the write made when the store knows it
     /// without another read (`nil`: whoever needs the head reads ``head()``). A remote store
     /// learns it with the write, where a read would cost its publisher a round trip more.
     func publishReportingHead(_ items: [FeedItem]) async throws -> (stored: [FeedItem], head: FeedHead?)
-    /// The item with this id, to turn ids given by clients into cursors.
+    /// The item with this id, with its position.
     func item(id: String) async throws -> FeedItem?
     /// The position the item with this id took, to know what a page showing it has seen.
     func position(of id: String) async throws -> FeedPosition?
@@ -79,11 +78,6 @@ extension FeedSource {
 
     public func publishReportingHead(_ items: [FeedItem]) async throws -> (stored: [FeedItem], head: FeedHead?) {
         (try await publish(items), nil)
-    }
-
-    /// Items strictly older than `cursor`, whenever they came.
-    public func older(than cursor: FeedCursor?, limit: Int) async throws -> FeedPage {
-        try await older(than: cursor, through: nil, limit: limit)
     }
 }
 

@@ -4,42 +4,36 @@ import Synchronization
 /// made by `init` is the feed `main`; ``feed(_:)`` gives the others, sharing its storage.
 public final class MemoryFeed: FeedSource, FeedStore {
     private struct Storage {
-        /// Ascending by cursor, so the newest item is last and inserts of new items append.
-        var ordered: [FeedItem] = []
-        var byID: [ItemKey: FeedItem] = [:]
-        /// Ids in the order the feed gained them: the item at position p is `gained[p - 1]`.
-        var gained: [ItemKey] = []
+        /// Items in the order the feed gained them: the item at position p is `gained[p - 1]`.
+        var gained: [FeedItem] = []
         var positions: [ItemKey: FeedPosition] = [:]
 
         var head: FeedPosition { FeedPosition(gained.count) }
 
-        /// Index of the first item whose cursor is not below `cursor`.
-        func lowerBound(_ cursor: FeedCursor) -> Int {
-            var low = 0
-            var high = ordered.count
-            while low < high {
-                let middle = (low + high) / 2
-                if ordered[middle].cursor < cursor { low = middle + 1 } else { high = middle }
-            }
-            return low
-        }
-
-        mutating func upsert(_ items: [FeedItem]) {
-            for item in ItemKey.lastOfEachID(items).sorted(by: { $0.cursor < $1.cursor }) {
+        /// Stores a batch; answers the items as stored, in the order given.
+        @discardableResult
+        mutating func upsert(_ items: [FeedItem]) -> [FeedItem] {
+            let batch = ItemKey.lastOfEachID(items)
+            for item in batch.sorted(by: { $0.dateOrder < $1.dateOrder }) {
                 let key = ItemKey(item.id)
-                if let existing = byID[key] {
-                    ordered.remove(at: lowerBound(existing.cursor))
+                var kept = item
+                if let position = positions[key] {
+                    kept.position = position
+                    gained[Int(position) - 1] = kept
                 } else {
-                    gained.append(key)
-                    positions[key] = FeedPosition(gained.count)
+                    kept.position = head + 1
+                    gained.append(kept)
+                    positions[key] = head
                 }
-                byID[key] = item
-                ordered.insert(item, at: lowerBound(item.cursor))
             }
+            return batch.compactMap { positions[ItemKey($0.id)].map { gained[Int($0) - 1] } }
         }
 
-        func page(_ items: some Sequence<FeedItem>, hasMore: Bool) -> FeedPage {
-            FeedPage(items: Array(items), hasMore: hasMore, head: head)
+        /// The items at positions `range`, newest first; `hasMore` when positions below
+        /// `range` remain.
+        func page(positions range: ClosedRange<FeedPosition>?, hasMore: Bool) -> FeedPage {
+            let items = range.map { gained[Int($0.lowerBound - 1)..<Int($0.upperBound)].reversed() } ?? []
+            return FeedPage(items: Array(items), hasMore: hasMore, head: head)
         }
     }
 
@@ -96,53 +90,37 @@ public final class MemoryFeed: FeedSource, FeedStore {
         return FeedUpdate(added: 0, message: "Up to date")
     }
 
-    public func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage {
-        storage.withLock { storage in
-            var start = storage.lowerBound(cursor)
-            if start < storage.ordered.count, storage.ordered[start].cursor == cursor { start += 1 }
-            let count = storage.ordered.count - start
-            let taken = storage.ordered[max(start, storage.ordered.count - limit)...]
-            return storage.page(taken.reversed(), hasMore: count > limit)
-        }
-    }
-
-    public func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
-        storage.withLock { storage in
-            let end = cursor.map { storage.lowerBound($0) } ?? storage.ordered.count
-            guard let position else {
-                let start = max(0, end - limit)
-                return storage.page(storage.ordered[start..<end].reversed(), hasMore: start > 0)
-            }
-            let positions = storage.positions
-            let older = storage.ordered[..<end].reversed().lazy.filter { positions[ItemKey($0.id), default: 0] <= position }
-            let taken = Array(older.prefix(limit + 1))
-            return storage.page(taken.prefix(limit), hasMore: taken.count > limit)
-        }
-    }
-
     public func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
         storage.withLock { storage in
-            let first = Int(max(0, min(position, storage.head)))
-            let items = storage.gained[first...].compactMap { storage.byID[$0] }.sorted { $0.cursor > $1.cursor }
-            return storage.page(items.prefix(limit), hasMore: items.count > limit)
+            let first = max(0, position) + 1
+            guard first <= storage.head else { return storage.page(positions: nil, hasMore: false) }
+            let low = max(first, storage.head - FeedPosition(limit) + 1)
+            return storage.page(positions: low...storage.head, hasMore: low > first)
+        }
+    }
+
+    public func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
+        storage.withLock { storage in
+            let last = min(storage.head, position.map { max($0, 1) - 1 } ?? storage.head)
+            guard last >= 1 else { return storage.page(positions: nil, hasMore: false) }
+            let low = max(1, last - FeedPosition(limit) + 1)
+            return storage.page(positions: low...last, hasMore: low > 1)
         }
     }
 
     public func head() async throws -> FeedHead? {
         storage.withLock { storage in
-            storage.gained.last.flatMap { storage.byID[$0] }.map { FeedHead(position: storage.head, item: $0) }
+            storage.gained.last.map { FeedHead(position: storage.head, item: $0) }
         }
     }
 
     public func publish(_ items: [FeedItem]) async throws -> [FeedItem] {
         try ItemRules.check(items)
-        let stored = ItemKey.lastOfEachID(items)
-        storage.withLock { $0.upsert(stored) }
-        return stored
+        return storage.withLock { $0.upsert(items) }
     }
 
     public func item(id: String) async throws -> FeedItem? {
-        storage.withLock { $0.byID[ItemKey(id)] }
+        storage.withLock { storage in storage.positions[ItemKey(id)].map { storage.gained[Int($0) - 1] } }
     }
 
     public func position(of id: String) async throws -> FeedPosition? {

@@ -137,6 +137,11 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
                 table.column("checked", .integer)
             }
         }
+        migrator.registerMigration("v6: the list by position") { db in
+            // Pages are read by position, which the unique index on (feed, position) serves;
+            // the order by date is no longer read.
+            try db.execute(sql: "DROP INDEX IF EXISTS item_order")
+        }
         return migrator
     }
 
@@ -161,26 +166,11 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
         return try await upstreams.refresh(into: self, progress: progress)
     }
 
-    public func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage {
-        try await database.read { [name] db in
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT * FROM item WHERE feed = ? AND (published > ? OR (published = ? AND id > ?))
-                    ORDER BY published DESC, id DESC LIMIT ?
-                    """, arguments: [name.rawValue, cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, limit + 1])
-            return try Self.page(rows, limit: limit, of: name, db)
-        }
-    }
-
     public func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
         try await database.read { [name] db in
             let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT * FROM item INDEXED BY item_position WHERE feed = ? AND position > ?
-                    ORDER BY published DESC, id DESC LIMIT ?
-                    """, arguments: [name.rawValue, position, limit + 1])
+                db, sql: "SELECT * FROM item WHERE feed = ? AND position > ? ORDER BY position DESC LIMIT ?",
+                arguments: [name.rawValue, position, limit + 1])
             return try Self.page(rows, limit: limit, of: name, db)
         }
     }
@@ -193,31 +183,17 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
         }
     }
 
-    public func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
+    public func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
         try await database.read { [name] db in
-            let rows: [Row]
-            let through = position ?? .max
-            if let cursor {
-                rows = try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT * FROM item WHERE feed = ? AND (published < ? OR (published = ? AND id < ?)) AND position <= ?
-                        ORDER BY published DESC, id DESC LIMIT ?
-                        """,
-                    arguments: [name.rawValue, cursor.published.milliseconds, cursor.published.milliseconds, cursor.id, through, limit + 1])
-            } else {
-                rows = try Row.fetchAll(
-                    db, sql: "SELECT * FROM item WHERE feed = ? AND position <= ? ORDER BY published DESC, id DESC LIMIT ?",
-                    arguments: [name.rawValue, through, limit + 1])
-            }
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT * FROM item WHERE feed = ? AND position < ? ORDER BY position DESC LIMIT ?",
+                arguments: [name.rawValue, position ?? .max, limit + 1])
             return try Self.page(rows, limit: limit, of: name, db)
         }
     }
 
     public func publish(_ items: [FeedItem]) async throws -> [FeedItem] {
-        let stored = ItemKey.lastOfEachID(items)
-        _ = try await store(stored)
-        return stored
+        try await write(ItemKey.lastOfEachID(items)).stored
     }
 
     public func item(id: String) async throws -> FeedItem? {
@@ -235,23 +211,30 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
     // MARK: - Storage
 
     /// Upserts by id in one transaction; answers how many ids were new.
-    func store(_ items: [FeedItem]) async throws -> Int {
-        guard !items.isEmpty else { return 0 }
+    func store(_ items: [FeedItem], keepingDatesOf undated: Set<ItemKey> = []) async throws -> Int {
+        try await write(items, keepingDatesOf: undated).added
+    }
+
+    /// Upserts by id in one transaction: the items as stored, with their positions, and how
+    /// many ids were new. An item of `undated` that is stored already keeps its date (an
+    /// upstream entry without one is dated when first seen).
+    private func write(_ items: [FeedItem], keepingDatesOf undated: Set<ItemKey> = []) async throws -> (stored: [FeedItem], added: Int) {
+        guard !items.isEmpty else { return ([], 0) }
         try ItemRules.check(items)
         let deadline = ContinuousClock.now + Self.lockDeadline
         do {
-            let added = try await database.writeWithoutTransaction { [lockWait, name] db in
+            let written = try await database.writeWithoutTransaction { [lockWait, name] db in
                 try lockWait.waiting(until: deadline) {
-                    var added = 0
+                    var written: (stored: [FeedItem], added: Int) = ([], 0)
                     try db.inTransaction {
-                        added = try Self.upsert(items, into: name, replacing: true, db)
+                        written = try Self.upsert(items, into: name, replacing: true, keepingDatesOf: undated, db)
                         return .commit
                     }
-                    return added
+                    return written
                 }
             }
             writeHealth.succeeded()
-            return added
+            return written
         } catch let error as DatabaseError where Self.transientFailures.contains(error.resultCode) {
             // The transaction rolled back, so nothing was stored: the client may retry later.
             if Self.lockFailures.contains(error.resultCode) { throw Self.locked }
@@ -331,34 +314,47 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
         try database.write { [name] db in _ = try Self.upsert(items, into: name, replacing: false, db) }
     }
 
-    /// New ids take the next positions in feed order. SQLite has one writer at a time, so
-    /// transactions commit in the order they read the head: positions become visible in order.
-    private static func upsert(_ items: [FeedItem], into feed: FeedName, replacing: Bool, _ db: Database) throws -> Int {
+    /// New ids take the next positions, in the order of their dates. SQLite has one writer at
+    /// a time, so transactions commit in the order they read the head: positions become
+    /// visible in order. Answers the items as stored, in the order given, and how many were new.
+    private static func upsert(
+        _ items: [FeedItem], into feed: FeedName, replacing: Bool, keepingDatesOf undated: Set<ItemKey> = [], _ db: Database
+    ) throws -> (stored: [FeedItem], added: Int) {
         var next = (try FeedPosition.fetchOne(db, sql: "SELECT MAX(position) FROM item WHERE feed = ?", arguments: [feed.rawValue]) ?? 0) + 1
         var added = 0
         // The last of a batch's items with one id wins, as if they were stored one by one.
-        for item in ItemKey.lastOfEachID(items).sorted(by: { $0.cursor < $1.cursor }) {
-            let existed =
-                try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM item WHERE feed = ? AND id = ?)", arguments: [feed.rawValue, item.id])
-                ?? false
-            if existed {
-                guard replacing else { continue }
+        let batch = ItemKey.lastOfEachID(items)
+        var stored: [ItemKey: FeedItem] = [:]
+        for item in batch.sorted(by: { $0.dateOrder < $1.dateOrder }) {
+            let key = ItemKey(item.id)
+            var kept = item
+            if let row = try Row.fetchOne(
+                db, sql: "SELECT position, published FROM item WHERE feed = ? AND id = ?", arguments: [feed.rawValue, item.id])
+            {
+                kept.position = row["position"]
+                if undated.contains(key) { kept.published = Timestamp(milliseconds: row["published"]) }
+                guard replacing else {
+                    stored[key] = kept
+                    continue
+                }
                 try db.execute(
                     sql: """
                         UPDATE item SET title = ?, summary = ?, link = ?, author = ?, published = ? WHERE feed = ? AND id = ?
                         """,
-                    arguments: [item.title, item.summary, item.link, item.author, item.published.milliseconds, feed.rawValue, item.id])
+                    arguments: [kept.title, kept.summary, kept.link, kept.author, kept.published.milliseconds, feed.rawValue, kept.id])
             } else {
+                kept.position = next
                 try db.execute(
                     sql: """
                         INSERT INTO item (feed, id, title, summary, link, author, published, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                         """,
-                    arguments: [feed.rawValue, item.id, item.title, item.summary, item.link, item.author, item.published.milliseconds, next])
+                    arguments: [feed.rawValue, kept.id, kept.title, kept.summary, kept.link, kept.author, kept.published.milliseconds, next])
                 next += 1
                 added += 1
             }
+            stored[key] = kept
         }
-        return added
+        return (batch.compactMap { stored[ItemKey($0.id)] }, added)
     }
 
     func validators(for url: String) async throws -> UpstreamValidators {
@@ -386,6 +382,6 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
     private static func item(_ row: Row) -> FeedItem {
         FeedItem(
             id: row["id"], title: row["title"], summary: row["summary"], link: row["link"], author: row["author"],
-            published: Timestamp(milliseconds: row["published"]))
+            published: Timestamp(milliseconds: row["published"]), position: row["position"])
     }
 }

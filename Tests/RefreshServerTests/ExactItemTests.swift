@@ -38,13 +38,13 @@ import Testing
         let positions = [try await feed.position(of: Self.composed), try await feed.position(of: Self.decomposed)]
         #expect(Set(positions.compactMap { $0 }) == [1, 2])
 
-        // Paging one at a time passes each once: cursors compare ids by bytes, as the databases do.
+        // Paging one at a time passes each once: ids compare by bytes, as the databases do.
         let first = try #require(try await feed.older(than: nil, limit: 1).items.first)
-        let page = try await feed.older(than: first.cursor, limit: 1)
+        let page = try await feed.older(than: first.position, limit: 1)
         let second = try #require(page.items.first, "paging past the first id finds the second")
         #expect(Array(second.id.utf8) != Array(first.id.utf8))
         #expect(!page.hasMore)
-        #expect(try await feed.newer(than: second.cursor, limit: 5).items == [first])
+        #expect(try await feed.added(after: try #require(second.position), limit: 5).items == [first])
 
         // Publishing one again replaces that one only.
         _ = try await feed.publish([FeedItem(id: Self.decomposed, title: "decomposed again", published: published)])
@@ -213,9 +213,8 @@ import Testing
 private struct UnavailableFeed: FeedSource {
     let base = MemoryFeed()
     func update(progress: @escaping ProgressSink) async throws -> FeedUpdate { try await base.update(progress: progress) }
-    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await base.newer(than: cursor, limit: limit) }
-    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
-        try await base.older(than: cursor, through: position, limit: limit)
+    func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
+        try await base.older(than: position, limit: limit)
     }
     func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await base.added(after: position, limit: limit) }
     func head() async throws -> FeedHead? { try await base.head() }

@@ -69,14 +69,16 @@ enum Store: String, CaseIterable, CustomTestStringConvertible, Sendable {
         #expect(since3.items.map(\.id) == ["fresh"], "an old item published late is new to readers")
         #expect(since3.head == 4)
         let capped = try await feed.added(after: 0, limit: 2)
-        #expect(capped.items.map(\.id) == ["item-0", "item-1"], "the newest in feed order")
+        #expect(capped.items.map(\.id) == ["fresh", "item-0"], "the newest in feed order")
         #expect(capped.hasMore)
         #expect(try await feed.added(after: 9, limit: 10).items.isEmpty)
         #expect(try await feed.older(than: nil, limit: 1).head == 4, "every page says the head it was read at")
-        let throughThree = try await feed.older(than: nil, through: 3, limit: 10)
-        #expect(throughThree.items.map(\.id) == ["item-0", "item-1", "item-2"], "paging stops at the head it started from")
-        #expect(!throughThree.hasMore)
-        let rest = try await feed.older(than: FeedCursor(published: first[1].published, id: first[1].id), through: 3, limit: 10)
+        let all = try await feed.older(than: nil, limit: 10)
+        #expect(all.items.map(\.id) == ["fresh", "item-0", "item-1", "item-2"], "the list is in the order the feed gained its items")
+        #expect(all.items.map(\.position) == [4, 3, 2, 1])
+        #expect(all.items[3].title == "edited", "an upsert stays where its item stands")
+        #expect(!all.hasMore)
+        let rest = try await feed.older(than: try #require(try await feed.position(of: "item-1")), limit: 10)
         #expect(rest.items.map(\.id) == ["item-2"])
     }
 
@@ -147,7 +149,7 @@ enum Store: String, CaseIterable, CustomTestStringConvertible, Sendable {
             }
         }
         let feed = try SQLiteFeed(path: path)
-        #expect(try feed.appliedMigrations().suffix(3) == ["v3: feed positions", "v4: feeds", "v5: readiness"])
+        #expect(try feed.appliedMigrations().suffix(4) == ["v3: feed positions", "v4: feeds", "v5: readiness", "v6: the list by position"])
         #expect(try await feed.head()?.position == 5)
         #expect(try await feed.head()?.item.id == "item-0")
         #expect(try await feed.added(after: 3, limit: 10).items.map(\.id) == ["item-0", "item-1"])

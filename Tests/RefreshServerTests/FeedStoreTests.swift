@@ -15,9 +15,15 @@ func temporaryDatabase() -> String {
     @Test func migrationsRunOnceInOrderAndSurviveReopening() throws {
         let path = temporaryDatabase()
         let first = try SQLiteFeed(path: path)
-        #expect(try first.appliedMigrations() == ["v1: items", "v2: upstream validators", "v3: feed positions", "v4: feeds", "v5: readiness"])
+        #expect(
+            try first.appliedMigrations() == [
+                "v1: items", "v2: upstream validators", "v3: feed positions", "v4: feeds", "v5: readiness", "v6: the list by position",
+            ])
         let again = try SQLiteFeed(path: path)
-        #expect(try again.appliedMigrations() == ["v1: items", "v2: upstream validators", "v3: feed positions", "v4: feeds", "v5: readiness"])
+        #expect(
+            try again.appliedMigrations() == [
+                "v1: items", "v2: upstream validators", "v3: feed positions", "v4: feeds", "v5: readiness", "v6: the list by position",
+            ])
     }
 
     @Test(arguments: Store.allCases)
@@ -26,13 +32,14 @@ func temporaryDatabase() -> String {
         let all = (0..<23).map { FeedItem(id: "id-\($0 % 7)-\($0)", title: "t\($0)", published: Timestamp(milliseconds: Int64($0 / 4) * 1000)) }
         _ = try await feed.publish(all.shuffled())
         let seen = try await allIDsByPaging(feed, limit: 5)
-        #expect(seen == all.sorted { $0.cursor > $1.cursor }.map(\.id))
+        // One batch takes its positions in the order of its dates.
+        #expect(seen == all.sorted { $0.dateOrder > $1.dateOrder }.map(\.id))
         #expect(Set(seen).count == all.count)
-        let middle = try #require(try await feed.item(id: seen[10])).cursor
-        let newer = try await feed.newer(than: middle, limit: 100)
+        let middle = try #require(try await feed.item(id: seen[10])?.position)
+        let newer = try await feed.added(after: middle, limit: 100)
         #expect(newer.items.map(\.id) == Array(seen[..<10]))
         #expect(!newer.hasMore)
-        let gap = try await feed.newer(than: middle, limit: 4)
+        let gap = try await feed.added(after: middle, limit: 4)
         #expect(gap.items.map(\.id) == Array(seen[..<4]))
         #expect(gap.hasMore)
     }
@@ -40,13 +47,36 @@ func temporaryDatabase() -> String {
     @Test(arguments: Store.allCases.filter { $0 != .memory })
     func upsertReplacesByIDAndCountsOnlyNewOnes(store: Store) async throws {
         let feed = try #require(try await store.make() as? any FeedSource & UpstreamStore)
-        #expect(try await feed.store(items(3)) == 3)
+        #expect(try await feed.store(items(3), keepingDatesOf: []) == 3)
         var edited = items(4)
         edited[0].title = "edited"
-        #expect(try await feed.store(edited) == 1)
+        #expect(try await feed.store(edited, keepingDatesOf: []) == 1)
         let page = try await feed.older(than: nil, limit: 10)
         #expect(page.items.count == 4)
-        #expect(page.items.first?.title == "edited")
+        #expect(page.items.map(\.id) == ["item-3", "item-0", "item-1", "item-2"])
+        #expect(page.items[1].title == "edited")
+    }
+
+    /// An upstream item without a date keeps the date it was first stored with, whatever
+    /// date a later download gives it; one with a date takes the new one.
+    @Test(arguments: Store.allCases.filter { $0 != .memory })
+    func anUndatedItemKeepsItsFirstDate(store: Store) async throws {
+        let feed = try #require(try await store.make() as? any FeedSource & UpstreamStore)
+        let first = Timestamp(milliseconds: 1_000)
+        let later = Timestamp(milliseconds: 9_000)
+        let undated = [ItemKey("a"), ItemKey("b")]
+        _ = try await feed.store(
+            [FeedItem(id: "a", title: "A", published: first), FeedItem(id: "c", title: "C", published: first)], keepingDatesOf: Set(undated))
+        #expect(
+            try await feed.store(
+                [
+                    FeedItem(id: "a", title: "A again", published: later), FeedItem(id: "b", title: "B", published: later),
+                    FeedItem(id: "c", title: "C again", published: later),
+                ], keepingDatesOf: Set(undated)) == 1)
+        #expect(try await feed.item(id: "a").map { [$0.title, $0.published.rfc3339] } == ["A again", first.rfc3339])
+        #expect(try await feed.item(id: "b")?.published == later, "a new undated item takes the date it is first seen with")
+        #expect(try await feed.item(id: "c")?.published == later, "a dated item takes its new date")
+        #expect(try await feed.older(than: nil, limit: 10).items.map(\.id) == ["b", "c", "a"])
     }
 
     @Test func publishedItemsSurviveReopening() async throws {

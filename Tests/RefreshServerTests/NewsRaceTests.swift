@@ -137,9 +137,8 @@ private struct JitteredReads: FeedSource {
     }
 
     func update(progress: @escaping ProgressSink) async throws -> FeedUpdate { try await store.update(progress: progress) }
-    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await store.newer(than: cursor, limit: limit) }
-    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
-        try await store.older(than: cursor, through: position, limit: limit)
+    func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
+        try await store.older(than: position, limit: limit)
     }
     func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
         try await Task.sleep(for: .microseconds(Int.random(in: 0...3_000)))

@@ -300,9 +300,8 @@ private final class GatedFeed: FeedSource {
     }
 
     func update(progress: @escaping ProgressSink) async throws -> FeedUpdate { try await memory.update(progress: progress) }
-    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await memory.newer(than: cursor, limit: limit) }
-    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
-        try await memory.older(than: cursor, through: position, limit: limit)
+    func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
+        try await memory.older(than: position, limit: limit)
     }
     func head() async throws -> FeedHead? { try await memory.head() }
     func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }
@@ -327,9 +326,8 @@ private final class UpstreamFeed: FeedSource {
         return FeedUpdate(added: added, message: "\(added) new")
     }
 
-    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await memory.newer(than: cursor, limit: limit) }
-    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
-        try await memory.older(than: cursor, through: position, limit: limit)
+    func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
+        try await memory.older(than: position, limit: limit)
     }
     func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await memory.added(after: position, limit: limit) }
     func head() async throws -> FeedHead? { try await memory.head() }

@@ -426,9 +426,8 @@ private final class StallingStore: FeedStore, FeedSource {
     }
 
     func update(progress: @escaping ProgressSink) async throws -> FeedUpdate { try await source.update(progress: progress) }
-    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await source.newer(than: cursor, limit: limit) }
-    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
-        try await source.older(than: cursor, through: position, limit: limit)
+    func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
+        try await source.older(than: position, limit: limit)
     }
     func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await source.added(after: position, limit: limit) }
     func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await source.publish(items) }

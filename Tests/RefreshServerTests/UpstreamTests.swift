@@ -62,6 +62,13 @@ struct Upstream {
             return throttled(feed, length: true)
         }
         router.get("chunked") { _, _ in throttled(feed, length: false) }
+        // Items without dates, downloaded in full every time (no validators).
+        router.get("undated") { _, _ in
+            let entries = (0..<3).map { "<item><title>Undated \($0)</title><guid>undated-\($0)</guid></item>" }.joined()
+            return Response(
+                status: .ok, headers: [.contentType: "application/rss+xml"],
+                body: .init(byteBuffer: ByteBuffer(string: "<rss version=\"2.0\"><channel><title>U</title>\(entries)</channel></rss>")))
+        }
         router.get("json") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "application/feed+json"],
@@ -97,6 +104,31 @@ struct Upstream {
         let (id, stream) = try await server.watchedSession()
         _ = try await server.post("/api/sessions/\(id)/refresh")
         return try await stream.events(until: "done", within: 10)
+    }
+
+    /// An upstream item without a date is dated when first seen, and keeps that date when the
+    /// feed is downloaded again: it does not jump above what came after it.
+    @Test func anUndatedItemKeepsTheDateItWasFirstSeenWith() async throws {
+        try await Upstream.run { port, _ in
+            try await TestServer.run(server(feeds: ["http://127.0.0.1:\(port)/undated"])) { server in
+                #expect(try await refresh(server).last?.json["added"] as? Int == 3)
+                let first = try await server.get("/api/items?limit=10").json["items"] as? [[String: Any]] ?? []
+                let dates = Dictionary(
+                    uniqueKeysWithValues: first.compactMap { item in
+                        (item["id"] as? String).map { ($0, item["published"] as? String) }
+                    })
+                #expect(dates.count == 3)
+                let later = #"{"id":"later","title":"Published after the first download"}"#
+                #expect(try await server.post("/api/items", later).status == 201)
+                try await Task.sleep(for: .milliseconds(20))  // a second download's "now" is another instant
+                _ = try await refresh(server)
+                let again = try await server.get("/api/items?limit=10").json["items"] as? [[String: Any]] ?? []
+                #expect(again.compactMap { $0["id"] as? String } == ["later"] + first.compactMap { $0["id"] as? String })
+                for item in again where (item["id"] as? String)?.hasPrefix("undated") == true {
+                    #expect(item["published"] as? String == dates[item["id"] as? String ?? ""] ?? nil, "\(item)")
+                }
+            }
+        }
     }
 
     @Test func aThrottledFeedShowsRisingProgressThenItemsThenDone() async throws {

@@ -945,6 +945,12 @@ extension Components {
             package var author: Swift.String?
             /// - Remark: Generated from `#/components/schemas/Item/published`.
             package var published: Foundation.Date
+            /// Where the item stands in its feed: the order the feed gained its items (1, 2, 3…), which
+            /// orders the list, newest first. A republish with another `published` never moves it.
+            ///
+            ///
+            /// - Remark: Generated from `#/components/schemas/Item/position`.
+            package var position: Swift.Int?
             /// Creates a new `Item`.
             ///
             /// - Parameters:
@@ -954,13 +960,15 @@ extension Components {
             ///   - link:
             ///   - author:
             ///   - published:
+            ///   - position: Where the item stands in its feed: the order the feed gained its items (1, 2, 3…), which
             package init(
                 id: Swift.String,
                 title: Swift.String,
                 summary: Swift.String? = nil,
                 link: Swift.String? = nil,
                 author: Swift.String? = nil,
-                published: Foundation.Date
+                published: Foundation.Date,
+                position: Swift.Int? = nil
             ) {
                 self.id = id
                 self.title = title
@@ -968,6 +976,7 @@ extension Components {
                 self.link = link
                 self.author = author
                 self.published = published
+                self.position = position
             }
             package enum CodingKeys: String, CodingKey {
                 case id
@@ -976,6 +985,7 @@ extension Components {
                 case link
                 case author
                 case published
+                case position
             }
             package init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -1003,13 +1013,18 @@ extension Components {
                     Foundation.Date.self,
                     forKey: .published
                 )
+                self.position = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .position
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "id",
                     "title",
                     "summary",
                     "link",
                     "author",
-                    "published"
+                    "published",
+                    "position"
                 ])
             }
         }

@@ -28,7 +28,11 @@ struct HeadNotice: Equatable, Sendable {
     init(feed: FeedName, head: FeedPosition, item: FeedItem? = nil) {
         self.feed = feed
         self.head = head
-        self.item = item
+        self.item = item.map { item in
+            var item = item
+            item.position = head
+            return item
+        }
     }
 
     /// `nil` for a payload that is not a notice (sent by hand, or by another version). An

@@ -155,6 +155,79 @@ extension PostgresFeed {
                 """#,
             ]
         ),
+        (
+            // Pages are read by position, which a republish never moves: the order by date is
+            // no longer read. The publish answers each item's position and date as stored, and
+            // an item marked `keep_date` (an upstream entry without a date) that is stored
+            // already keeps the date it was first seen with. The same steps otherwise.
+            "v5: the list by position, first-seen dates",
+            [
+                "DROP INDEX IF EXISTS item_order",
+                "DROP FUNCTION ptr_publish(text, jsonb, boolean, text, text)",
+                #"""
+                CREATE FUNCTION ptr_publish(p_feed text, p_items jsonb, p_replacing boolean, p_channel text, p_lock_timeout text)
+                RETURNS TABLE (added integer, transaction bigint, backend integer, head bigint, head_id text,
+                    item_positions bigint[], item_dates bigint[])
+                LANGUAGE plpgsql AS $$
+                DECLARE
+                    v_head bigint;
+                    v_added integer := 0;
+                    v_item jsonb;
+                    v_id text;
+                    v_head_item jsonb;
+                    v_notice text;
+                    v_position bigint;
+                    v_date bigint;
+                    v_positions bigint[] := '{}';
+                    v_dates bigint[] := '{}';
+                BEGIN
+                    PERFORM set_config('lock_timeout', p_lock_timeout, true);
+                    -- Locks the feed's head row as FOR UPDATE would, creating it at 0 for the
+                    -- feed's first write; a second first writer waits for the first's commit.
+                    INSERT INTO feed_head AS h (feed, position) VALUES (p_feed, 0)
+                        ON CONFLICT (feed) DO UPDATE SET position = h.position
+                        RETURNING h.position INTO v_head;
+                    FOR v_item IN SELECT e.value FROM jsonb_array_elements(p_items) WITH ORDINALITY AS e(value, n) ORDER BY e.n LOOP
+                        v_id := v_item->>'id';
+                        SELECT i.position, i.published INTO v_position, v_date FROM item i WHERE i.feed = p_feed AND i.id = v_id;
+                        IF FOUND THEN
+                            IF p_replacing THEN
+                                IF NOT coalesce((v_item->>'keep_date')::boolean, false) THEN
+                                    v_date := (v_item->>'published')::bigint;
+                                END IF;
+                                UPDATE item SET title = v_item->>'title', summary = v_item->>'summary', link = v_item->>'link',
+                                    author = v_item->>'author', published = v_date
+                                    WHERE feed = p_feed AND id = v_id;
+                            END IF;
+                        ELSE
+                            v_head := v_head + 1;
+                            v_added := v_added + 1;
+                            v_head_item := v_item;
+                            v_position := v_head;
+                            v_date := (v_item->>'published')::bigint;
+                            INSERT INTO item (feed, id, title, summary, link, author, published, position)
+                                VALUES (p_feed, v_id, v_item->>'title', v_item->>'summary', v_item->>'link', v_item->>'author',
+                                    v_date, v_head);
+                        END IF;
+                        v_positions := v_positions || v_position;
+                        v_dates := v_dates || v_date;
+                    END LOOP;
+                    IF v_added > 0 THEN
+                        UPDATE feed_head SET position = v_head WHERE feed = p_feed;
+                        -- A notice is shorter than 8000 bytes: an item too long to travel is
+                        -- left out, and whoever hears of the head reads it.
+                        v_notice := p_feed || ' ' || v_head || ' ' || (v_head_item - 'keep_date')::text;
+                        IF octet_length(v_notice) >= 8000 THEN
+                            v_notice := p_feed || ' ' || v_head;
+                        END IF;
+                        PERFORM pg_notify(p_channel, v_notice);
+                    END IF;
+                    RETURN QUERY SELECT v_added, txid_current(), pg_backend_pid(), v_head, v_head_item->>'id', v_positions, v_dates;
+                END
+                $$
+                """#,
+            ]
+        ),
     ]
 
     /// Advisory lock keys: the schema's migration, and the upstream refresh.

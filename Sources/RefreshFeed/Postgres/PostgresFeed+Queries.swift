@@ -1,38 +1,16 @@
 import PostgresNIO
 
 extension PostgresFeed {
-    public func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage {
-        try await page(
-            limit: limit,
-            """
-            SELECT * FROM item WHERE feed = h.feed AND (published, id) > (\(cursor.published.milliseconds), \(cursor.id))
-            ORDER BY published DESC, id DESC LIMIT \(limit + 1)
-            """)
-    }
-
     public func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
         try await page(
             limit: limit,
-            """
-            SELECT * FROM item WHERE feed = h.feed AND position > \(position) ORDER BY published DESC, id DESC LIMIT \(limit + 1)
-            """)
+            "SELECT * FROM item WHERE feed = h.feed AND position > \(position) ORDER BY position DESC LIMIT \(limit + 1)")
     }
 
-    public func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
-        let through = position ?? .max
-        if let cursor {
-            return try await page(
-                limit: limit,
-                """
-                SELECT * FROM item WHERE feed = h.feed AND (published, id) < (\(cursor.published.milliseconds), \(cursor.id)) AND position <= \(through)
-                ORDER BY published DESC, id DESC LIMIT \(limit + 1)
-                """)
-        }
-        return try await page(
+    public func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
+        try await page(
             limit: limit,
-            """
-            SELECT * FROM item WHERE feed = h.feed AND position <= \(through) ORDER BY published DESC, id DESC LIMIT \(limit + 1)
-            """)
+            "SELECT * FROM item WHERE feed = h.feed AND position < \(position ?? .max) ORDER BY position DESC LIMIT \(limit + 1)")
     }
 
     public func head() async throws -> FeedHead? {
@@ -49,7 +27,7 @@ extension PostgresFeed {
             WHERE feed = \(name.rawValue) AND position = (SELECT position FROM feed_head WHERE feed = \(name.rawValue))
             """, logger: logger)
         for try await row in rows.decode(ItemRow.self) {
-            guard let item = Self.item(row) else { return nil }
+            guard let item = Self.item(row, position: row.0) else { return nil }
             return FeedHead(position: row.0, item: item)
         }
         return nil
@@ -85,8 +63,8 @@ extension PostgresFeed {
     }
 
     public func publishReportingHead(_ items: [FeedItem]) async throws -> (stored: [FeedItem], head: FeedHead?) {
-        let stored = ItemKey.lastOfEachID(items)
-        return (stored, try await write(stored).head)
+        let written = try await write(ItemKey.lastOfEachID(items))
+        return (written.stored, written.head)
     }
 
     public func item(id: String) async throws -> FeedItem? {
@@ -109,13 +87,14 @@ extension PostgresFeed {
             """
             SELECT position, id, title, summary, link, author, published FROM item WHERE feed = \(name.rawValue) AND id = \(id)
             """, logger: logger)
-        for try await row in rows.decode(ItemRow.self) { return Self.item(row) }
+        for try await row in rows.decode(ItemRow.self) { return Self.item(row, position: row.0) }
         return nil
     }
 
-    /// (position, id, title, summary, link, author, published); the item's columns are
-    /// `nil` where a head row has no item.
+    /// (position, id, title, summary, link, author, published, the item's position); the
+    /// item's columns are `nil` where a head row has no item.
     private typealias ItemRow = (Int64, String?, String?, String?, String?, String?, Int64?)
+    private typealias PageRow = (Int64, String?, String?, String?, String?, String?, Int64?, Int64?)
 
     /// Runs `query` (a `SELECT * FROM item WHERE feed = h.feed …` of at most `limit + 1` rows)
     /// joined to the feed's head row `h` in one statement, so the page and its head come from
@@ -126,24 +105,28 @@ extension PostgresFeed {
 
     private func readPage(limit: Int, _ query: PostgresQuery) async throws -> FeedPage {
         try await migrated()
-        var sql = "SELECT h.position, i.id, i.title, i.summary, i.link, i.author, i.published FROM feed_head h LEFT JOIN LATERAL ("
+        var sql =
+            "SELECT h.position, i.id, i.title, i.summary, i.link, i.author, i.published, i.position FROM feed_head h LEFT JOIN LATERAL ("
         sql += query.sql
         var binds = query.binds
         binds.append(name.rawValue, context: .default)
-        sql += ") i ON true WHERE h.feed = $\(binds.count) ORDER BY i.published DESC, i.id DESC"
+        sql += ") i ON true WHERE h.feed = $\(binds.count) ORDER BY i.position DESC"
         let joined = PostgresQuery(unsafeSQL: sql, binds: binds)
         var head: FeedPosition = 0
         var items: [FeedItem] = []
-        for try await row in try await client.query(joined, logger: logger).decode(ItemRow.self) {
+        for try await row in try await client.query(joined, logger: logger).decode(PageRow.self) {
             head = row.0
-            if let item = Self.item(row) { items.append(item) }
+            if let position = row.7, let item = Self.item((row.0, row.1, row.2, row.3, row.4, row.5, row.6), position: position) {
+                items.append(item)
+            }
         }
         return FeedPage(items: Array(items.prefix(limit)), hasMore: items.count > limit, head: head)
     }
 
-    private static func item(_ row: ItemRow) -> FeedItem? {
+    private static func item(_ row: ItemRow, position: FeedPosition) -> FeedItem? {
         guard let id = row.1, let title = row.2, let published = row.6 else { return nil }
-        return FeedItem(id: id, title: title, summary: row.3, link: row.4, author: row.5, published: Timestamp(milliseconds: published))
+        return FeedItem(
+            id: id, title: title, summary: row.3, link: row.4, author: row.5, published: Timestamp(milliseconds: published), position: position)
     }
 }
 

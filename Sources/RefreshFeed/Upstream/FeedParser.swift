@@ -16,11 +16,13 @@ enum FeedParser {
 
     /// One entry of a feed: an item, or what could not be one and is counted as skipped.
     enum Entry: Equatable {
-        case item(FeedItem)
+        /// `dated`: the feed gives the item a date that could be read. One without is dated
+        /// now, and the store keeps the date it was first seen with (``UpstreamStore``).
+        case item(FeedItem, dated: Bool)
         case unusable(ItemRules.SkipReason)
 
         var item: FeedItem? {
-            if case .item(let item) = self { return item }
+            if case .item(let item, _) = self { return item }
             return nil
         }
     }
@@ -32,7 +34,7 @@ enum FeedParser {
         }
         switch first {
         case UInt8(ascii: "{"): return try parseJSONFeed(data, source: source)
-        case UInt8(ascii: "<"): return try parseXML(data, source: source).map(Entry.item)
+        case UInt8(ascii: "<"): return try parseXML(data, source: source)
         default: throw Malformed(description: "it is neither XML nor JSON")
         }
     }
@@ -86,17 +88,17 @@ enum FeedParser {
                 ?? PlainText.from(string(entry["content_html"]))
             let published =
                 string(entry["date_published"]).flatMap { Timestamp(rfc3339: $0) }
-                ?? string(entry["date_modified"]).flatMap { Timestamp(rfc3339: $0) } ?? Timestamp.now()
+                ?? string(entry["date_modified"]).flatMap { Timestamp(rfc3339: $0) }
             return .item(
                 FeedItem(
                     id: id, title: title, summary: summary, link: string(entry["url"]), author: firstAuthor(entry) ?? feedAuthor,
-                    published: published))
+                    published: published ?? Timestamp.now()), dated: published != nil)
         }
     }
 
     // MARK: - RSS and Atom
 
-    private static func parseXML(_ data: Data, source: String) throws -> [FeedItem] {
+    private static func parseXML(_ data: Data, source: String) throws -> [Entry] {
         let reader = XMLFeedReader()
         let parser = XMLParser(data: data)
         parser.delegate = reader
@@ -112,7 +114,7 @@ enum FeedParser {
         guard reader.kind != nil else {
             throw Malformed(description: "it is XML but not RSS or Atom (root <\(reader.root ?? "?")>)")
         }
-        return reader.items
+        return reader.entries
     }
 }
 
@@ -122,7 +124,7 @@ private final class XMLFeedReader: NSObject, XMLParserDelegate {
 
     var root: String?
     var kind: Kind?
-    var items: [FeedItem] = []
+    var entries: [FeedParser.Entry] = []
     /// An end tag that does not close the open element: some parsers recover, we refuse.
     private(set) var mismatched = false
     var isBalanced: Bool { path.isEmpty }
@@ -172,7 +174,7 @@ private final class XMLFeedReader: NSObject, XMLParserDelegate {
         }
         guard entry != nil else { return }
         if name == "item" || name == "entry" {
-            if let item = makeItem() { items.append(item) }
+            if let item = makeEntry() { entries.append(item) }
             entry = nil
             return
         }
@@ -199,16 +201,18 @@ private final class XMLFeedReader: NSObject, XMLParserDelegate {
         }
     }
 
-    private func makeItem() -> FeedItem? {
+    private func makeEntry() -> FeedParser.Entry? {
         guard let entry else { return nil }
         let title = PlainText.from(entry["title"]) ?? PlainText.from(entry["summary"]).map { String($0.prefix(120)) }
         guard let title else { return nil }
         let id = entry["id"] ?? entry["about"] ?? entry["link"] ?? title
-        let published = entry["published"].flatMap { Timestamp(rfc3339: $0) ?? Timestamp(rfc822: $0) } ?? Timestamp.now()
+        let published = entry["published"].flatMap { Timestamp(rfc3339: $0) ?? Timestamp(rfc822: $0) }
         // Lengths and links are held to ItemRules with the other formats' items, in one place.
-        return FeedItem(
-            id: id, title: title, summary: PlainText.from(entry["summary"]), link: entry["link"], author: PlainText.from(entry["author"]),
-            published: published)
+        return .item(
+            FeedItem(
+                id: id, title: title, summary: PlainText.from(entry["summary"]), link: entry["link"],
+                author: PlainText.from(entry["author"]), published: published ?? Timestamp.now()),
+            dated: published != nil)
     }
 }
 

@@ -13,8 +13,10 @@ struct UpstreamValidators: Sendable, Equatable {
 
 /// Where a refresh stores what it pulled, and what each feed said about its version.
 protocol UpstreamStore: Sendable {
-    /// Upserts by id in one transaction; answers how many ids were new.
-    func store(_ items: [FeedItem]) async throws -> Int
+    /// Upserts by id in one transaction; answers how many ids were new. An item of
+    /// `undated` (its feed gave it no date) that is stored already keeps the date it was
+    /// first seen with, so a feed downloaded again does not move it to now.
+    func store(_ items: [FeedItem], keepingDatesOf undated: Set<ItemKey>) async throws -> Int
     func validators(for url: String) async throws -> UpstreamValidators
     func saveValidators(_ validators: UpstreamValidators, for url: String) async throws
 }
@@ -130,7 +132,7 @@ public final class UpstreamSet: Sendable {
         let admitted = admit(entries, base: URL(string: url))
         let skipped = admitted.skipped == 0 ? "" : " (\(admitted.skipped) skipped: over the item limits)"
         report(0.92, "storing", "Storing \(admitted.items.count) items from \(host)…\(skipped)")
-        let added = try await store.store(admitted.items)
+        let added = try await store.store(admitted.items, keepingDatesOf: admitted.undated)
         try await store.saveValidators(newValidators, for: url)
         report(1, "done", (added == 0 ? "\(host) has nothing new" : "\(added) new from \(host)") + skipped)
         return added
@@ -200,25 +202,30 @@ public final class UpstreamSet: Sendable {
 
     /// The entries held to ``ItemRules``: what is kept, and how many were left out; each
     /// skip and each cut is counted in the metrics.
-    private func admit(_ entries: [FeedParser.Entry], base: URL?) -> (items: [FeedItem], skipped: Int) {
+    private func admit(_ entries: [FeedParser.Entry], base: URL?) -> (items: [FeedItem], undated: Set<ItemKey>, skipped: Int) {
         var items: [FeedItem] = []
+        var undated: Set<ItemKey> = []
         var skipped = 0
         for entry in entries {
             let admission: ItemRules.Admission
+            var dated = true
             switch entry {
-            case .item(let item): admission = ItemRules.admit(item, base: base)
+            case .item(let item, let hasDate):
+                admission = ItemRules.admit(item, base: base)
+                dated = hasDate
             case .unusable(let reason): admission = .skip(reason)
             }
             switch admission {
             case .keep(let item, let cut):
                 items.append(item)
+                if !dated { undated.insert(ItemKey(item.id)) }
                 for field in cut { metrics?.upstreamTextCut(in: field) }
             case .skip(let reason):
                 skipped += 1
                 metrics?.upstreamItemSkipped(because: reason)
             }
         }
-        return (items, skipped)
+        return (items, undated, skipped)
     }
 
     static func host(_ url: String) -> String { URL(string: url)?.host ?? url }

@@ -140,7 +140,7 @@ struct ActionRunner: Sendable {
 
     private func loadMore(window: PageWindow, report: @escaping Report) async throws -> ActionResult {
         report(.progress(fraction: 0, stage: "loading", message: "Loading older items…"))
-        let page = try await feed.older(than: window.oldest, through: window.pagedThrough, limit: pageSize)
+        let page = try await feed.older(than: window.oldest, limit: pageSize)
         try Task.checkCancellation()
         report(.progress(fraction: 1, stage: "done", message: page.items.isEmpty ? "No more items" : "\(page.items.count) older items"))
         // The first page a page shows is the newest: from here on, what the feed gains is news.

@@ -6,22 +6,19 @@ struct PageWindow: Sendable {
     /// The feed's head when the newest items the page shows were read: what the feed
     /// gained after it is new to the page. `nil` until the page shows a first page.
     var shown: FeedPosition?
-    /// The head its first page (or the page that replaced its list) was read at: paging
-    /// down goes only through items at or below it, since later ones come on top.
-    var pagedThrough: FeedPosition?
-    var oldest: FeedCursor?
+    /// The position of the oldest item the page shows: paging down goes on below it.
+    var oldest: FeedPosition?
 
     /// `head`: the feed's head when the items were read, for reads that bring the page up to
     /// date (a refresh, or the first page).
     mutating func include(_ items: [FeedItem], op: ActionResult.Op, head: FeedPosition?) {
         if let head { shown = max(shown ?? 0, head) }
-        if pagedThrough == nil { pagedThrough = head }
-        guard let last = items.last else { return }
+        guard let last = items.last?.position else { return }
         switch op {
         case .prepend:
-            if oldest == nil { oldest = last.cursor }
+            if oldest == nil { oldest = last }
         case .append:
-            oldest = last.cursor
+            oldest = min(oldest ?? last, last)
         }
     }
 }

@@ -85,8 +85,9 @@ struct SessionRequest: Decodable {
 
 /// `"resume": {"head": POSITION, "oldest": ID, "pagedThrough"?: POSITION}` in a new
 /// session's body: what the page already shows. `head` is the last `head` its `items`
-/// events said, `pagedThrough` the first (the head its list started from: paging down goes
-/// only through items at or below it, as later ones came on top), `oldest` its last item.
+/// events said, `oldest` its last item. `pagedThrough` (the head its list started from),
+/// which pages sent while the list was ordered by date, is checked and no longer needed:
+/// paging down goes by positions, below the oldest item's.
 enum ResumeDecoding {
     struct Input: Decodable {
         var head: Int?
@@ -97,7 +98,6 @@ enum ResumeDecoding {
     struct Resume {
         var head: FeedPosition
         var oldest: String
-        var pagedThrough: FeedPosition
     }
 
     static func decode(_ body: JSONValue?) throws(APIError) -> Resume? {
@@ -108,9 +108,10 @@ enum ResumeDecoding {
             throw .invalid("resume.oldest", "is required: the id of the last item the page shows")
         }
         if let violation = ItemRules.violation(of: oldest, as: .id), violation == .containsNUL { throw .invalid("resume.oldest", violation.reason) }
-        let pagedThrough = resume.pagedThrough ?? head
-        guard (0...head).contains(pagedThrough) else { throw .outOfRange("resume.pagedThrough must be 0…head.") }
-        return Resume(head: FeedPosition(head), oldest: oldest, pagedThrough: FeedPosition(pagedThrough))
+        if let pagedThrough = resume.pagedThrough, !(0...head).contains(pagedThrough) {
+            throw .outOfRange("resume.pagedThrough must be 0…head.")
+        }
+        return Resume(head: FeedPosition(head), oldest: oldest)
     }
 }
 

@@ -20,12 +20,8 @@ struct MeteredFeed: FeedSource {
         try await base.update(progress: progress)
     }
 
-    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage {
-        try await counted(.read) { try await base.newer(than: cursor, limit: limit) }
-    }
-
-    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
-        try await counted(.read) { try await base.older(than: cursor, through: position, limit: limit) }
+    func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
+        try await counted(.read) { try await base.older(than: position, limit: limit) }
     }
 
     func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {

@@ -51,10 +51,10 @@ struct ItemRoutes: Sendable {
             guard value <= Self.maxLimit else { throw APIError.outOfRange("limit must be at most \(Self.maxLimit).") }
             limit = value
         }
-        let before = try await cursor(query["before"].map(String.init), name: "before", in: feed)
-        let after = try await cursor(query["after"].map(String.init), name: "after", in: feed)
+        let before = try await position(query["before"].map(String.init), name: "before", in: feed)
+        let after = try await position(query["after"].map(String.init), name: "after", in: feed)
         guard before == nil || after == nil else { throw APIError.invalid("before", "cannot be combined with after") }
-        let page = if let after { try await feed.newer(than: after, limit: limit) } else { try await feed.older(than: before, limit: limit) }
+        let page = if let after { try await feed.added(after: after, limit: limit) } else { try await feed.older(than: before, limit: limit) }
         return JSONResponse.make(.ok, request: request) { json in
             json.beginObject()
             json.key("items")
@@ -64,13 +64,15 @@ struct ItemRoutes: Sendable {
         }
     }
 
-    private func cursor(_ id: String?, name: String, in feed: any FeedSource) async throws -> FeedCursor? {
+    /// The position of the item a page is read from: a republish never moves it, so paging on
+    /// from it neither skips nor repeats an item, whatever was republished meanwhile.
+    private func position(_ id: String?, name: String, in feed: any FeedSource) async throws -> FeedPosition? {
         guard let id, !id.isEmpty else { return nil }
         if let violation = ItemRules.violation(of: id, as: .id), violation == .containsNUL { throw APIError.invalid(name, violation.reason) }
-        guard let item = try await feed.item(id: id) else {
+        guard let position = try await feed.position(of: id) else {
             throw APIError(.notFound, "item_not_found", "\(name): no item has the id \(id).")
         }
-        return item.cursor
+        return position
     }
 
     @Sendable func publish(_ request: Request, context: Context) async throws -> Response {

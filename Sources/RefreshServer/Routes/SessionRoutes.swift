@@ -82,13 +82,12 @@ struct SessionRoutes: Sendable {
     /// `resume.oldest`, shows; `nil` when this feed cannot continue that list (it has no such
     /// item, or is behind that head): the page then starts afresh.
     private func shownWindow(_ resume: ResumeDecoding.Resume, in feed: any FeedSource) async throws -> PageWindow? {
-        guard let item = try await feed.item(id: resume.oldest), let position = try await feed.position(of: resume.oldest),
-            position <= resume.head, let current = try await feed.head(), resume.head <= current.position
+        guard let position = try await feed.position(of: resume.oldest), position <= resume.head, let current = try await feed.head(),
+            resume.head <= current.position
         else { return nil }
         var window = PageWindow()
         window.shown = resume.head
-        window.pagedThrough = resume.pagedThrough
-        window.oldest = item.cursor
+        window.oldest = position
         return window
     }
 

@@ -51,10 +51,9 @@ final class ScriptedFeed: FeedSource {
         }
     }
 
-    func newer(than cursor: FeedCursor, limit: Int) async throws -> FeedPage { try await memory.newer(than: cursor, limit: limit) }
-    func older(than cursor: FeedCursor?, through position: FeedPosition?, limit: Int) async throws -> FeedPage {
+    func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
         if olderDelay > .zero { try await Task.sleep(for: olderDelay) }
-        return try await memory.older(than: cursor, through: position, limit: limit)
+        return try await memory.older(than: position, limit: limit)
     }
     func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await memory.added(after: position, limit: limit) }
     func head() async throws -> FeedHead? {
@@ -75,12 +74,12 @@ func items(_ count: Int, from newest: Int64 = 1_800_000_000_000, prefix: String 
 /// Every id of a feed, page by page through `older(than:)`, as a client pages.
 func allIDsByPaging(_ feed: any FeedSource, limit: Int) async throws -> [String] {
     var seen: [String] = []
-    var cursor: FeedCursor?
+    var position: FeedPosition?
     var hasMore = true
     while hasMore {
-        let page = try await feed.older(than: cursor, limit: limit)
+        let page = try await feed.older(than: position, limit: limit)
         seen += page.items.map(\.id)
-        cursor = page.items.last?.cursor
+        position = page.items.last?.position
         hasMore = page.hasMore
     }
     return seen
