@@ -94,7 +94,7 @@ import Testing
             let id = try await server.session()
             let stream = try await server.events(id)
             let snapshot = try await stream.nextEvent()
-            // Four events a page (two progress, items, done): past the newest 16, bytes decide.
+            // Four events a page (two progress, items, done), each page over the bound by itself.
             for _ in 0..<8 {
                 _ = try await server.post("/api/sessions/\(id)/load-more")
                 let events = try await stream.events(until: "done")
@@ -257,7 +257,6 @@ import Testing
         let item = String(repeating: "x", count: 2000)
         // What a frame takes is its buffer's capacity (NIO rounds it up to a power of two).
         let frame = ServerEvent(id: 1, kind: .items, data: data(item)).frame.capacity
-        let kept = EventLog.keptWhateverTheirSize
         // Room for 20 such frames, and for 256 by count.
         var log = EventLog(capacity: 256, maxBytes: 20 * frame + frame / 2)
         for _ in 1...100 { log.append(.items, data(item)) }
@@ -268,29 +267,24 @@ import Testing
             return
         }
         #expect(newest.map(\.id) == Array(81...100))
-        #expect(kept < 20)
     }
 
-    /// A stream writes on its own event loop, a few wake-ups behind when that loop is busy:
-    /// the newest events stay whatever their size, so a reader that keeps up never gets a
-    /// `reset` (an action appends four to six, its large `items` among them).
-    @Test func theNewestEventsStayWhateverTheirSize() {
-        let kept = EventLog.keptWhateverTheirSize
-        var log = EventLog(capacity: 256, maxBytes: 1024)
-        for _ in 1...(3 * kept) { log.append(.items, data(String(repeating: "x", count: 5000))) }
-        guard case .events(let newest) = log.events(after: UInt64(2 * kept)) else {
-            Issue.record("a reader \(kept) events behind lost them")
-            return
-        }
-        #expect(newest.count == kept)
-        #expect({ if case .gap = log.events(after: UInt64(2 * kept - 1)) { true } else { false } }())
-        // And the ring goes back under the bound once small ones follow.
-        for _ in 1...kept { log.append(.done, data("d")) }
-        #expect(log.bytes <= 1024 + kept * 256)
-        guard case .events = log.events(after: UInt64(3 * kept)) else {
-            Issue.record("the small ones went too")
-            return
-        }
+    /// The bound holds for events of every size: pages of large items keep no more than the
+    /// bound (or the newest page alone, when one is larger), however many came.
+    @Test func largeEventsAreHeldToTheByteBoundToo() throws {
+        var log = EventLog(capacity: 256, maxBytes: 64 * 1024)
+        let page = data(String(repeating: "\\u0000", count: 60_000))  // a page of escaped characters
+        let size = ServerEvent(id: 1, kind: .items, data: page).frame.capacity
+        for _ in 1...48 { log.append(.items, page) }
+        #expect(log.bytes == size, "the newest page alone, not \(log.bytes / size) of them")
+        let kept = try #require(log.events(after: 47).events, "the newest page is gone")
+        #expect(kept.map(\.id) == [48])
+        #expect(log.events(after: 46).events == nil, "a reader behind it has a gap")
+        // Small events after it push it out in its turn, and the ring is within the bound.
+        for _ in 1...16 { log.append(.done, data("d")) }
+        #expect(log.bytes <= 64 * 1024)
+        let small = try #require(log.events(after: 48).events, "the small ones went too")
+        #expect(small.count == 16)
     }
 
     /// What a wake-up hands its streams is what a stream at its start would read from the
@@ -433,4 +427,11 @@ private final class StallingStore: FeedStore, FeedSource {
     func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await source.publish(items) }
     func item(id: String) async throws -> FeedItem? { try await source.item(id: id) }
     func position(of id: String) async throws -> FeedPosition? { try await source.position(of: id) }
+}
+
+extension EventLog.Replay {
+    /// The events, or `nil` for a gap.
+    var events: [ServerEvent]? {
+        if case .events(let events) = self { events } else { nil }
+    }
 }

@@ -2,7 +2,8 @@ import NIOCore
 
 /// A session's events: numbered, kept in a ring bounded in events and in bytes for replay,
 /// and announced to the open streams. The byte bound is what holds memory: a refresh's
-/// `items` event can be tens of kilobytes, and every session keeps its own.
+/// `items` event can be hundreds of kilobytes, and every session keeps its own; it holds
+/// for events of every size, but for the newest one.
 ///
 /// Only the newest `state` and the newest `news` event are kept (each supersedes every
 /// earlier one of its kind), outside the ring, so a fast drag or a burst of publishes cannot
@@ -30,13 +31,6 @@ struct EventLog: Sendable {
     /// The newest id the streams were woken for.
     private var announcedThrough: UInt64 = 0
 
-    /// The newest events the byte bound never drops. A stream is woken after each append
-    /// but writes on its own event loop, a few wake-ups behind when that loop is busy; an
-    /// action appends four to six events, its large `items` right after its last `progress`.
-    /// Dropping those by bytes would send a reader that keeps up a `reset`, so the bound
-    /// holds a session to `maxBytes` or its newest 16 events, whichever is more.
-    static let keptWhateverTheirSize = 16
-
     init(capacity: Int, maxBytes: Int = .max) {
         self.capacity = max(1, capacity)
         self.maxBytes = maxBytes
@@ -55,10 +49,12 @@ struct EventLog: Sendable {
         } else {
             ring.append(event)
             bytes += event.frame.capacity
-            // The oldest go first.
-            while let oldest = ring.first, ring.count > 1,
-                ring.count > capacity || (bytes > maxBytes && ring.count > Self.keptWhateverTheirSize)
-            {
+            // The oldest go first, until the ring is within both bounds; the newest event stays
+            // whatever its size (it is what a replay would end with). A reader that keeps up
+            // does not need the ring: the wake-up that follows an append carries the events
+            // themselves (``Announcement``), so only a reader already behind by more than the
+            // bound reads past what is kept, and is told it has a gap.
+            while let oldest = ring.first, ring.count > 1, ring.count > capacity || bytes > maxBytes {
                 ring.removeFirst()
                 bytes -= oldest.frame.capacity
                 droppedThrough = oldest.id
