@@ -87,7 +87,7 @@ import Testing
                 let id = await session.id
                 for _ in 0..<3 {
                     #expect(try await server.json("/api/sessions/\(id)/refresh", post: true).status == 202)
-                    try await eventually(5, "the refresh to end") {
+                    try await eventually(30, "the refresh to end") {
                         let state = try await server.session(id)["state"] as? [String: Any]
                         return state?["phase"] as? String == "idle"
                     }
@@ -110,7 +110,9 @@ import Testing
     /// A stream cut while a refresh runs comes back with `Last-Event-ID`: every event of the
     /// refresh arrives once, and the ids on the wire go on from where the cut left them.
     @Test func aStreamCutMidRefreshResumesWithNothingLostOrTwice() async throws {
-        let configuration = LiveServer.configuration { $0.minimumActionDuration = .milliseconds(1500) }
+        // The refresh lasts ten seconds at least, so the cut comes before its end whatever the
+        // machine's speed.
+        let configuration = LiveServer.configuration { $0.minimumActionDuration = .seconds(10) }
         try await LiveServer.run(configuration) { server in
             try await Self.withProxy(to: server) { proxy in
                 let client = Self.client(proxy)
@@ -118,13 +120,13 @@ import Testing
                 let events = EventRecorder(session)
                 _ = try await Self.firstPage(events)
                 let id = await session.id
-                try await eventually(5, "the stream to open") { try await server.openStreams(id) == 1 }
+                try await eventually(30, "the stream to open") { try await server.openStreams(id) == 1 }
                 try await client.publish([NewItem(id: "cut-1", title: "Across the cut")])
 
                 let action = try #require(try await session.refresh())
                 try await events.next("the refresh's start") { $0.progress?.actionID == action }
                 #expect(proxy.cutStreams() == 1)
-                let done = try await events.next("the refresh's end", within: 10) { $0.done?.actionID == action }.done!
+                let done = try await events.next("the refresh's end", within: 60) { $0.done?.actionID == action }.done!
                 #expect(done.outcome == .completed && done.added == 1)
 
                 let streams = proxy.streams
@@ -184,7 +186,7 @@ import Testing
             let page = try await Self.firstPage(events)
             #expect(!page.items.isEmpty)
             let oldID = await session.id
-            try await eventually(5, "the stream to open") { try await first.openStreams(oldID) == 1 }
+            try await eventually(30, "the stream to open") { try await first.openStreams(oldID) == 1 }
 
             try await first.stop()
             let restarted = try await LiveServer.start(configuration)
@@ -194,7 +196,7 @@ import Testing
             try await events.next("the replacement", within: 15) { $0 == .replaced(resumed: true) }
             let newID = await session.id
             #expect(newID != oldID)
-            try await eventually(5, "the new stream to open") { try await restarted.openStreams(newID) == 1 }
+            try await eventually(30, "the new stream to open") { try await restarted.openStreams(newID) == 1 }
 
             try await client.publish([NewItem(id: "after-restart", title: "After the restart")])
             let news = try await events.next("news of the publish") { $0.news?.newestID == "after-restart" }.news!
@@ -311,14 +313,14 @@ import Testing
             let id = await session.id
             let events = EventRecorder(session)
             _ = try await Self.firstPage(events)
-            try await eventually(5, "the stream to open") { try await server.openStreams(id) == 1 }
+            try await eventually(30, "the stream to open") { try await server.openStreams(id) == 1 }
             events.cancel()
-            try await eventually(5, "the stream to close") { try await server.openStreams(id) == 0 }
+            try await eventually(30, "the stream to close") { try await server.openStreams(id) == 0 }
             try await events.waitUntilEnded()
 
             // Reading again opens it again; closing the session ends the read and the session.
             let again = EventRecorder(session)
-            try await eventually(5, "the stream to open again") { try await server.openStreams(id) == 1 }
+            try await eventually(30, "the stream to open again") { try await server.openStreams(id) == 1 }
             await session.close()
             try await again.waitUntilEnded()
             #expect(try await server.json("/api/sessions/\(id)").status == 404)
@@ -333,11 +335,11 @@ import Testing
             let id = await session.id
             let first = EventRecorder(session)
             _ = try await Self.firstPage(first)
-            try await eventually(5, "the stream to open") { try await server.openStreams(id) == 1 }
+            try await eventually(30, "the stream to open") { try await server.openStreams(id) == 1 }
 
             let second = EventRecorder(session)
             try await first.waitUntilEnded()
-            try await eventually(5, "the second stream to open") { try await server.openStreams(id) == 1 }
+            try await eventually(30, "the second stream to open") { try await server.openStreams(id) == 1 }
             let seen = first.events.count
             let seq = try #require(await session.post(Self.drag(-30)))
             let state = try await second.next("the state") { $0.gestureState?.seq == seq }.gestureState!

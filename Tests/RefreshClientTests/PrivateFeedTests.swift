@@ -48,7 +48,7 @@ import Testing
             let events = EventRecorder(session)
             let first = try await events.next("the first page") { $0.items != nil }.items!
             #expect(first.items.isEmpty && first.head == 0)
-            try await eventually(5, "the stream to open") { try await server.openStreams(await session.id) == 1 }
+            try await eventually(30, "the stream to open") { try await server.openStreams(await session.id) == 1 }
             events.cancel()
             await session.close()
 
@@ -83,14 +83,14 @@ import Testing
                 let id = await session.id
                 let events = EventRecorder(session)
                 _ = try await events.next("the first page") { $0.items != nil }
-                try await eventually(5, "the stream to open") { try await server.openStreams(id) == 1 }
+                try await eventually(30, "the stream to open") { try await server.openStreams(id) == 1 }
 
                 let renewed = try await Self.token(reading: ["user:7", "user:9"], lasting: 900)
                 #expect(renewed != first)
                 current.withLock { $0 = renewed }
                 #expect(proxy.cutStreams() == 1)
-                try await eventually(5, "the stream to reopen") { proxy.streams.count == 2 }
-                try await eventually(5, "the stream to be open") { try await server.openStreams(id) == 1 }
+                try await eventually(30, "the stream to reopen") { proxy.streams.count == 2 }
+                try await eventually(30, "the stream to be open") { try await server.openStreams(id) == 1 }
                 let reopened = try #require(proxy.exchanges.last { $0.isEventStream })
                 #expect(String(decoding: reopened.request, as: UTF8.self).contains("Bearer \(renewed)\r\n"))
                 #expect(events.ended == nil)

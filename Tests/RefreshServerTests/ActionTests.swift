@@ -39,9 +39,10 @@ import Testing
     }
 
     @Test func concurrentRefreshesShareOneUpdate() async throws {
-        // The update lasts 2 s, so the four refreshes, asked one after another, all reach it
-        // while it runs even on a loaded machine (at 200 ms the last one sometimes came after).
-        let feed = ScriptedFeed(items: items(3), behaviour: .steps(5, every: .milliseconds(400)))
+        // The update waits until all four refreshes have joined it: each session's stream
+        // shows the update's progress (a joiner is given the latest) before the test lets it end.
+        let gate = Gate()
+        let feed = ScriptedFeed(items: items(3), behaviour: .gated(gate))
         try await TestServer.run(feed: feed) { server in
             var streams: [EventReader] = []
             var ids: [String] = []
@@ -51,6 +52,11 @@ import Testing
                 streams.append(stream)
             }
             for id in ids { #expect(try await server.post("/api/sessions/\(id)/refresh").status == 202) }
+            for stream in streams {
+                var joined = false
+                while !joined { joined = try await stream.nextEvent().json["stage"] as? String == "gated" }
+            }
+            gate.open()
             for stream in streams {
                 let events = try await stream.events(until: "done")
                 #expect(events.last?.json["outcome"] as? String == "completed")
@@ -87,13 +93,16 @@ import Testing
     }
 
     @Test func aPullDuringALoadMoreCancelsIt() async throws {
-        let feed = ScriptedFeed(items: items(3), behaviour: .steps(2, every: .milliseconds(50)), olderDelay: .milliseconds(500))
+        // The load-more waits in its read until the test opens the gate, after the refresh.
+        let gate = Gate()
+        let feed = ScriptedFeed(items: items(3), behaviour: .steps(2, every: .milliseconds(50)), olderGate: gate)
         try await TestServer.run(feed: feed) { server in
             let (id, stream) = try await server.watchedSession()
             let load = try await server.post("/api/sessions/\(id)/load-more").json["actionId"] as? String
             let refresh = try await server.post("/api/sessions/\(id)/refresh").json["actionId"] as? String
             #expect(load != refresh)
             let events = try await stream.events(until: "done")
+            gate.open()
             let firstDone = events.last!.json
             #expect(firstDone["actionId"] as? String == load)
             #expect(firstDone["outcome"] as? String == "cancelled")

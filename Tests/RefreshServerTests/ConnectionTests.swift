@@ -85,7 +85,7 @@ import Testing
     }
 
     /// A connection with a live session store behind it. The router answers every routed
-    /// request with `200` and the path, after `routerDelay`.
+    /// request with `200` and the path, after `routerDelay` and once `routerGate` is open.
     struct Connection {
         let channel: NIOAsyncTestingChannel
         let routes: HotRoutes
@@ -94,7 +94,7 @@ import Testing
         let configuration: ServerConfiguration
 
         init(
-            _ adjust: (inout ServerConfiguration) -> Void = { _ in }, routerDelay: Duration = .zero,
+            _ adjust: (inout ServerConfiguration) -> Void = { _ in }, routerDelay: Duration = .zero, routerGate: Gate? = nil,
             routerBody: (@Sendable (String) -> ResponseBody)? = nil, feed: any FeedSource = MemoryFeed()
         ) async throws {
             var configuration = ServerConfiguration()
@@ -107,6 +107,7 @@ import Testing
             self.configuration = configuration
             routes = ServerParts.forTest(feed: feed, configuration: configuration).application { request, _ in
                 if routerDelay > .zero { try await Task.sleep(for: routerDelay) }
+                try await routerGate?.wait()
                 let path = request.uri.path
                 return Response(
                     status: .ok, headers: [.contentType: "text/plain"], body: routerBody?(path) ?? ResponseBody(byteBuffer: ByteBuffer(string: path)))
@@ -138,8 +139,9 @@ import Testing
             return text
         }
 
-        /// Waits until the written text contains `count` responses (status lines).
-        func answers(_ count: Int, seconds: Double = 5) async throws -> String {
+        /// Waits until the written text contains `count` responses (status lines), for half a
+        /// minute at most: routed answers come from a task, as soon as the machine runs it.
+        func answers(_ count: Int, seconds: Double = 30) async throws -> String {
             var text = ""
             let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
             while text.components(separatedBy: "HTTP/1.1 ").count - 1 < count {
@@ -186,9 +188,9 @@ import Testing
         }
 
         /// Whether the connection is closed once what is pending has run: its event loop, and
-        /// the router's task that ends an answer there (up to two seconds of it).
+        /// the router's task that ends an answer there (up to half a minute of it).
         func isClosedOnceSettled() async -> Bool {
-            let deadline = ContinuousClock.now + .seconds(2)
+            let deadline = ContinuousClock.now + .seconds(30)
             repeat {
                 await channel.testingEventLoop.run()
                 if !channel.isActive { return true }
@@ -305,8 +307,9 @@ import Testing
     }
 
     @Test func whileTheRouterAnswersNothingMoreIsRead() async throws {
-        // The router takes long enough that the checks below run while it answers, even on a busy machine.
-        let connection = try await Connection(routerDelay: .milliseconds(300))
+        // The router answers once the test opens the gate: the checks below run while it answers.
+        let gate = Gate()
+        let connection = try await Connection(routerGate: gate)
         let before = connection.reads.reads
         try await connection.send(Self.get("/slow"))
         // The socket asks to read again after the bytes; the pending answer withholds it.
@@ -314,9 +317,10 @@ import Testing
             channel.pipeline.read()
         }
         #expect(connection.reads.reads == before)
+        gate.open()
         _ = try await connection.answers(1)
         // Once the answer is complete (just after its last byte is written), reading resumes.
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(30)
         while connection.reads.reads == before, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
             await connection.channel.testingEventLoop.run()
@@ -630,7 +634,7 @@ import Testing
         try await connection.send(
             "OPTIONS /api/sessions HTTP/1.1\r\nHost: localhost\r\nOrigin: https://evil.example\r\nOrigin: https://app.example\r\n"
                 + "Access-Control-Request-Method: POST\r\n\r\n")
-        let reply = try await connection.answers(1, seconds: 2)
+        let reply = try await connection.answers(1)
         #expect(Self.statuses(reply) == [400])
         #expect(reply.contains(#""error":"bad_origin""#))
         #expect(!reply.contains("Access-Control-Allow-Origin"))
@@ -735,10 +739,12 @@ import Testing
     }
 
     @Test func aRequestThenAHalfCloseIsAnsweredThenClosed() async throws {
-        let connection = try await Connection(routerDelay: .milliseconds(300))
+        let gate = Gate()
+        let connection = try await Connection(routerGate: gate)
         try await connection.send(Self.get("/last"))
         try await connection.fire(ChannelEvent.inputClosed)
         #expect(connection.isOpen)
+        gate.open()
         let reply = try await connection.answers(1)
         #expect(reply.hasSuffix("/last"))
         #expect(await connection.isClosedOnceSettled())
@@ -753,9 +759,11 @@ import Testing
     }
 
     @Test func quiescingAnswersTheRequestInProgressWithConnectionClose() async throws {
-        let connection = try await Connection(routerDelay: .milliseconds(300))
+        let gate = Gate()
+        let connection = try await Connection(routerGate: gate)
         try await connection.send(Self.get("/in-progress") + Self.get("/unread"))
         try await connection.fire(ChannelShouldQuiesceEvent())
+        gate.open()
         let reply = try await connection.answers(1)
         #expect(reply.contains("Connection: close\r\n"))
         #expect(reply.hasSuffix("/in-progress"))

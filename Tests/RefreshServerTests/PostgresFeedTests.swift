@@ -151,7 +151,7 @@ struct PostgresFeedTests {
         proxy.faults.silent = true
         let silenced = ContinuousClock.now
         try await eventually("the silence is noticed") { !listener.isListening }
-        #expect(ContinuousClock.now - silenced < .seconds(5), "within two heartbeats, and some slack for a loaded machine")
+        #expect(ContinuousClock.now - silenced < .seconds(15), "within two heartbeats (0.6 s), and room for a loaded machine")
         _ = try await writer.publish([FeedItem(id: "meanwhile", title: "Meanwhile", published: Timestamp(milliseconds: 1))])
 
         proxy.faults.silent = false
@@ -178,16 +178,18 @@ struct PostgresFeedTests {
             // PostgreSQL lets the lock go once it sees the connection close (through the proxy,
             // a moment later); a lock returned to the pool instead would be held for ever.
             try await eventually("the lock goes with its connection") { try await Self.advisoryLocks(in: second) == 0 }
+            // The next refresh takes the lock without waiting: it goes through to its end (a
+            // refresh waiting for a lock nobody holds would report "waiting" and never end).
             let stages = Stages()
             let next = Task { try await second.update { stages.append($0.stage) } }
             let deadline = Task {
-                try await Task.sleep(for: .seconds(5))
+                try await Task.sleep(for: .seconds(60))
                 next.cancel()
             }
             _ = try? await next.value
             deadline.cancel()
             #expect(!stages.all.contains("waiting"), "\(stages.all)")
-            #expect(stages.all.last == "done" || stages.all.contains("storing") || stages.all.contains("parsing"), "\(stages.all)")
+            #expect(stages.all.last == "done", "\(stages.all)")
         }
     }
 
@@ -211,7 +213,18 @@ struct PostgresFeedTests {
         proxy.faults.refusing = false
         let back = ContinuousClock.now
         try await eventually("it listens again") { listener.isListening }
-        #expect(ContinuousClock.now - back < .seconds(4), "within the 2 s backoff and a connection's set-up")
+        // Within the 2 s backoff and a connection's set-up, with room for a busy machine; that
+        // the waits stop growing at 2 s is the backoff's own test's, below.
+        #expect(ContinuousClock.now - back < .seconds(15), "within seconds of its return")
+    }
+
+    /// However many attempts fail, the listener waits at most 2 s before the next: the
+    /// sequence of its waits, as values.
+    @Test func theListenersWaitsDoubleUpToTwoSeconds() {
+        var waits = [HeadListener.firstBackoff]
+        for _ in 1..<12 { waits.append(HeadListener.backoff(after: waits.last!)) }
+        #expect(waits.prefix(6) == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600), .seconds(2)])
+        #expect(waits.dropFirst(5).allSatisfy { $0 == .seconds(2) })
     }
 
     /// The connection cut right after `COMMIT` was forwarded (it commits, its answer is lost)

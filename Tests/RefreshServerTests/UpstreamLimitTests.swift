@@ -61,15 +61,18 @@ struct HostileUpstream {
 }
 
 @Suite struct UpstreamLimitTests {
+    /// A download's deadline is a minute, which a test of what an upstream sends never meets
+    /// however busy the machine; the test of the deadline sets its own.
     func server(_ feed: String, _ adjust: (inout ServerConfiguration) -> Void = { _ in }) -> ServerConfiguration {
         TestServer.configuration { configuration in
             configuration.feeds = [feed]
-            configuration.feedTimeout = .seconds(2)
+            configuration.feedTimeout = .seconds(60)
+            configuration.actionTimeout = .seconds(120)
             adjust(&configuration)
         }
     }
 
-    func refresh(_ server: TestServer, within seconds: Double = 10) async throws -> [SSE] {
+    func refresh(_ server: TestServer, within seconds: Double = 120) async throws -> [SSE] {
         let (id, stream) = try await server.watchedSession()
         _ = try await server.post("/api/sessions/\(id)/refresh")
         return try await stream.events(until: "done", within: seconds)
@@ -78,7 +81,7 @@ struct HostileUpstream {
     @Test func megabyteFieldsAreCutOrTheirItemSkippedAndPagesStaySmall() async throws {
         try await HostileUpstream.run { port in
             try await TestServer.run(server("http://127.0.0.1:\(port)/megabytes")) { server in
-                let done = try await refresh(server, within: 30).last!.json
+                let done = try await refresh(server).last!.json
                 #expect(done["outcome"] as? String == "completed", "\(done)")
                 #expect(done["added"] as? Int == 4, "\(done)")
 
@@ -109,19 +112,19 @@ struct HostileUpstream {
 
     @Test func aDrippingUpstreamFailsWithinTheFeedTimeout() async throws {
         try await HostileUpstream.run { port in
-            try await TestServer.run(server("http://127.0.0.1:\(port)/drip")) { server in
+            try await TestServer.run(server("http://127.0.0.1:\(port)/drip") { $0.feedTimeout = .seconds(2) }) { server in
                 let (id, stream) = try await server.watchedSession()
                 let started = ContinuousClock.now
                 _ = try await server.post("/api/sessions/\(id)/refresh")
-                let done = try await stream.events(until: "done", within: 20).last!.json
+                let done = try await stream.events(until: "done", within: 60).last!.json
                 let elapsed = ContinuousClock.now - started
                 print("a dripping upstream failed after \(elapsed) with --feed-timeout 2 s")
                 #expect(done["outcome"] as? String == "failed")
                 #expect((done["error"] as? String)?.contains("did not send the whole feed within 2 s") == true, "\(done)")
                 // The message says the feed's own deadline ended it; the bound says it did not wait
-                // for the refresh's (30 s) or the drip's end (a minute), with room for a loaded
-                // machine (it took 3.1 s under a load of 10 on two cores).
-                #expect(elapsed < .seconds(10), "near --feed-timeout, not the refresh's deadline: \(elapsed)")
+                // for the refresh's (two minutes here) or the drip's end (a minute), with room for
+                // a loaded machine (it took 3.1 s under a load of 10 on two cores).
+                #expect(elapsed < .seconds(45), "near --feed-timeout, not the drip's end: \(elapsed)")
             }
         }
     }

@@ -98,7 +98,7 @@ def open_page(driver, base, query=""):
     """)
 
 
-def wait(driver, condition, timeout=10):
+def wait(driver, condition, timeout=30):
     return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition)
 
 

@@ -93,8 +93,8 @@ def open_phone(base, width=390, height=844, reduced_motion=False):
     driver = make_driver(width, height, reduced_motion=reduced_motion)
     driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORDER})
     driver.get(base + "/")
-    wait(driver, lambda d: d.execute_script("return document.querySelectorAll('.feed .item').length") >= 10, 20)
-    wait(driver, lambda d: d.execute_script("return document.getElementById('list').dataset.connection") == "open", 20)
+    wait(driver, lambda d: d.execute_script("return document.querySelectorAll('.feed .item').length") >= 10, 30)
+    wait(driver, lambda d: d.execute_script("return document.getElementById('list').dataset.connection") == "open", 30)
     return driver
 
 

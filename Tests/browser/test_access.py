@@ -79,7 +79,7 @@ def test_the_cookie_reads_the_feed_and_a_stream_that_expires_comes_back_renewed(
     # opened ends within its last minute (here: its eight seconds), and the page comes back
     # with the new one.
     set_token(phone, server, mint(3600))
-    wait(phone, lambda d: streams_opened(server) > opened, timeout=20)
+    wait(phone, lambda d: streams_opened(server) > opened, timeout=30)
     publish(server, "third for user 7")
     wait(phone, lambda d: d.execute_script("return document.getElementById('list').dataset.newsCount") == "1")
     screenshot(phone, "access-private-feed.png")

@@ -23,8 +23,13 @@ def wheel(driver, x, y, delta):
     driver.execute_cdp_cmd("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": x, "y": y, "deltaX": 0, "deltaY": delta})
 
 
+# The page reads a pause of 160 ms between wheel events as the release.
+WHEEL_RELEASE = 0.16
+
+
 def down_and_back(driver, kind):
-    """Pulls PULL points of travel down, then goes BACK up in a few moves, then lets go."""
+    """Pulls PULL points of travel down, then goes BACK up in a few moves, then lets go.
+    Answers the longest gap between two wheel events sent (0 for the other kinds)."""
     x, y = start_point(driver)
     path = [PULL * step / 5 for step in range(1, 6)] + [PULL - BACK * step / 5 for step in range(1, 6)]
     if kind == "touch":
@@ -40,10 +45,16 @@ def down_and_back(driver, kind):
         mouse(driver, "mouseReleased", x, y + path[-1], buttons=0)
     else:
         previous = 0
+        longest, last = 0.0, None
         for travel in path:
             wheel(driver, x, y + 100, -(travel - previous))
+            now = time.monotonic()
+            longest = max(longest, now - last) if last is not None else 0.0
+            last = now
             previous = travel
             time.sleep(0.03)
+        return longest
+    return 0.0
 
 
 @pytest.mark.parametrize("kind", ["touch", "mouse", "wheel"])
@@ -54,9 +65,18 @@ def test_a_pull_back_past_zero_ends_at_the_edge_and_the_list_scrolls_on(server, 
         driver.get(server + "/")
         wait(driver, lambda d: d.execute_script("return document.querySelectorAll('.feed .item').length") >= 10)
         settle(driver)
-        began = driver.execute_script("return performance.now()")
-        down_and_back(driver, kind)
-        time.sleep(0.6)  # past the wheel's pause, which would be its release
+        # A busy machine can hold one wheel event back past the page's pause, which the page
+        # rightly reads as a release: such a run says nothing, and the gesture is made again
+        # (from rest) until its events came without such a pause.
+        for _ in range(5):
+            began = driver.execute_script("return performance.now()")
+            longest = down_and_back(driver, kind)
+            time.sleep(0.6)  # past the wheel's pause, which would be its release
+            if longest < WHEEL_RELEASE * 0.75:
+                break
+            wait(driver, lambda d: d.execute_script("return document.getElementById('list').dataset.phase") == "idle", 30)
+            driver.execute_script("document.getElementById('list').scroller.scrollTop = 0")
+            settle(driver)
         samples = [s for r in requests(driver, began) for s in r["samples"]]
         pulled = [s for s in samples if s["phase"] == "drag"]
         assert min(s["y"] for s in pulled) < -30, "it pulled"

@@ -310,7 +310,7 @@ def test_a_page_whose_server_died_keeps_its_list_and_gets_what_it_missed(tmp_pat
         with running_server(port=port, database=database, kill=True) as base:
             published = ["Published while away", "Published while away too"]
             publish(base, *published)
-            wait(driver, lambda d: dataset(d, "session") not in (None, lost), timeout=15)
+            wait(driver, lambda d: dataset(d, "session") not in (None, lost), timeout=30)
             resumed = driver.execute_script("return window.sessions.at(-1)")
             assert resumed["resumed"] is True, "the new session continues the list"
             if mode == "badge":

@@ -116,7 +116,7 @@ class Server:
     def base(self):
         return f"http://{self.host}:{self.port}"
 
-    def start(self, timeout=20):
+    def start(self, timeout=60):
         self.process = subprocess.Popen(
             [BINARY, "--host", self.host, "--port", str(self.port), "--public", str(ROOT / "Public"),
              "--log-level", "warning", "--database", self.database, "--min-refresh-ms", "0", *self.flags],
@@ -141,7 +141,7 @@ class Server:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError, http.client.HTTPException):
-                if request(self, "GET", "/healthz", timeout=1)[0] == 200:
+                if request(self, "GET", "/healthz", timeout=5)[0] == 200:
                     return True
             time.sleep(0.05)
         return False

@@ -239,17 +239,23 @@ class BadClient:
 
     async def exchange(self, data, stream=False, head=False):
         """(status, headers, body): the whole answer; an answer that does not end (a stream
-        that was opened) is read for half a second, then given up."""
+        that was opened) is read for half a second once its head has come (which has ten
+        seconds to come, as every answer has), then given up."""
         loop = asyncio.get_running_loop()
         if self.sock is None:
             self.sock = await connect(HOST, server.port, self.source)
         response = Response(head_request=head)
-        deadline = time.monotonic() + (0.5 if stream else 10)
+        started = time.monotonic()
+        deadline = started + 10
         try:
             await asyncio.wait_for(loop.sock_sendall(self.sock, data), 10)
-            while not response.complete and time.monotonic() < deadline:
+            while not response.complete:
+                limit = max(started + 0.5, time.monotonic()) if stream and response.status is not None else deadline
+                limit = min(limit, deadline)
+                if time.monotonic() >= limit:
+                    break
                 try:
-                    chunk = await asyncio.wait_for(loop.sock_recv(self.sock, 65536), deadline - time.monotonic())
+                    chunk = await asyncio.wait_for(loop.sock_recv(self.sock, 65536), limit - time.monotonic())
                 except (asyncio.TimeoutError, TimeoutError):
                     break
                 if not chunk:

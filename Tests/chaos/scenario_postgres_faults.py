@@ -176,7 +176,7 @@ with postgres() as (url, stop_postgres, start_postgres):
     for _ in range(RESTARTS if stop_postgres else 0):
         stopped_at = time.monotonic()
         stop_postgres()
-        went_down = [poll(lambda s=s: request(s, "GET", "/readyz", timeout=5)[0] == 503, 10) for s in servers]
+        went_down = [poll(lambda s=s: request(s, "GET", "/readyz", timeout=5)[0] == 503, 30) for s in servers]
         down_seconds.append(time.monotonic() - stopped_at)
         check("/readyz answers 503 on every instance while PostgreSQL is down", all(went_down), went_down)
         status, body = request_json(servers[0], "GET", "/readyz", timeout=5)

@@ -217,8 +217,10 @@ async def main():
     await asyncio.wait_for(asyncio.gather(*readers, return_exceptions=True), 10)
 
     figure("exit after SIGTERM", round(exit_seconds, 3), "s")
-    check("the process exits within 2 s of SIGTERM, though two readers have stopped reading",
-          exit_seconds < 2.0, f"{exit_seconds:.2f} s")
+    # By the 1 s drain deadline, with room for a busy machine: readers that stopped reading
+    # would otherwise hold it for the 120 s send deadline.
+    check("the process exits within seconds of SIGTERM, though two readers have stopped reading",
+          exit_seconds < 10.0, f"{exit_seconds:.2f} s")
     check("it exits with status 0", exited == 0, exited)
 
     clean = [s for s in streams if s.ended and s.eof]

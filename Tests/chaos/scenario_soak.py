@@ -35,7 +35,7 @@ SECONDS = pick(75, 1800)
 SESSIONS = 100
 WARM_UP = pick(20, 300)
 REPLAY = pick(16, 256)
-NEWS_BOUND = 5.0
+NEWS_BOUND = 30.0  # tells news delivered from news lost or stuck; the slowest is the figure
 MONITOR_EVERY = pick(2.5, 5.0)
 
 

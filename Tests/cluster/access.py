@@ -159,10 +159,10 @@ class Checker:
                            f"{[stream.status for stream in refused]}")
                 stream = Stream(self.cluster, session, {"Cookie": f"ptr_token={self.alice}"})
                 streams.append(stream)
-                opened = stream.status == 200 and stream.until(lambda name, _: name == "state", 5) is not None
+                opened = stream.status == 200 and stream.until(lambda name, _: name == "state", 30) is not None
                 self.check(opened, f"{name}: it opens with alice's cookie", f"status {stream.status}")
             status, second = self.publish(self.alice)
-            heard = [stream.until(lambda name, data: name == "news" and data["newest"]["id"] == second, 5) is not None
+            heard = [stream.until(lambda name, data: name == "news" and data["newest"]["id"] == second, 30) is not None
                      for stream in streams]
             self.check(status == 201 and all(heard) and len(heard) == len(held),
                        "a publish to the private feed reaches its sessions on every instance", f"{sum(heard)} of {len(heard)}")

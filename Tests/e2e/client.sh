@@ -35,7 +35,7 @@ expect "  which curl finds" "$(curl -s "$BASE/api/feeds/team.eng/items" | json '
 # tail: a publish made meanwhile arrives, as items, and --count ends it.
 "$CLIENT" tail --feed team.eng --json --count 1 >"$WORK/tail" 2>"$WORK/tail.err" &
 tail_pid=$!
-for _ in $(seq 100); do [ "$(sessions)" = 1 ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ "$(sessions)" = 1 ] && break; sleep 0.05; done
 expect "tail opened a session" "$(sessions)" 1
 curl -s -o /dev/null -X POST "$BASE/api/feeds/team.eng/items" "${JSON_TYPE[@]}" \
     -H "Authorization: Bearer $PUBLISH_TOKEN" --data-binary '{"id":"t1","title":"Fire drill at 3"}'
@@ -52,10 +52,10 @@ expect "  and its session closed" "$(sessions)" 0
 # tail in text until interrupted: it closes its session and exits as interrupted.
 "$CLIENT" tail --feed team.eng >"$WORK/tail" 2>"$WORK/tail.err" &
 tail_pid=$!
-for _ in $(seq 100); do [ "$(sessions)" = 1 ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ "$(sessions)" = 1 ] && break; sleep 0.05; done
 curl -s -o /dev/null -X POST "$BASE/api/feeds/team.eng/items" "${JSON_TYPE[@]}" \
     -H "Authorization: Bearer $PUBLISH_TOKEN" --data-binary '{"id":"t2","title":"Coffee is back"}'
-wait_for "$WORK/tail" 'Coffee is back' 5 && pass "tail prints the item as text"
+wait_for "$WORK/tail" 'Coffee is back' 30 && pass "tail prints the item as text"
 expect_match "  title, id and time" "$(cat "$WORK/tail")" '^\+ Coffee is back \[t2\] 20[0-9-]+T'
 kill -INT "$tail_pid"
 tail_code=0

@@ -10,9 +10,9 @@ session=$(new_session)
 port=${BASE##*:}
 
 # raw BYTES...: sends the request bytes on one connection, prints what came back before
-# close or a second of silence. (The last request of a pipeline asks to close, so its
-# answer ends the exchange instead of the second of silence.)
-raw() { exchange 1 "$(printf '%s' "$@")"; }
+# close or ten seconds of silence. (The last request of a pipeline asks to close, so its
+# answer ends the exchange instead of the silence.)
+raw() { exchange 10 "$(printf '%s' "$@")"; }
 
 get="GET /api/sessions/$session HTTP/1.1\r\nHost: localhost\r\n\r\n"
 body='{"seq":1,"y":-30}'
@@ -44,7 +44,7 @@ started=$(date +%s%N)
 codes=$(timeout 10 curl -s --http2 -o /dev/null -o /dev/null -w '%{http_code} %{http_version} %{num_connects}\n' "$BASE/healthz" "$BASE/readyz" || true)
 elapsed=$(( ($(date +%s%N) - started) / 1000000 ))
 expect "curl --http2 with two URLs: both answered in HTTP/1.1 on one connection" "$(tr '\n' ' ' <<<"$codes")" "200 1.1 1 200 1.1 0 "
-if [ "$elapsed" -lt 2000 ]; then pass "and at once (${elapsed} ms)"; else fail "curl --http2 took ${elapsed} ms"; fi
+if [ "$elapsed" -lt 8000 ]; then pass "and without waiting for an upgrade (${elapsed} ms)"; else fail "curl --http2 took ${elapsed} ms"; fi
 replies=$(raw "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n" "$post" "$last")
 expect "an Upgrade then two pipelined requests: three answers" "$(grep -o 'HTTP/1.1 200' <<<"$replies" | wc -l)" 3
 
@@ -65,8 +65,8 @@ expect_match "with the stream's content type" "$head" '[Cc]ontent-[Tt]ype: text/
 expect "and no stream stays open" "$(curl -s "$BASE/api/sessions/$session" | json 'd["openStreams"]')" 0
 
 # halfclose BYTES: sends them, closes the sending side, prints what came back before EOF
-# (or "(still open)" after two seconds).
-halfclose() { exchange 2 "$1" half-close; }
+# (or "(still open)" after ten seconds).
+halfclose() { exchange 10 "$1" half-close; }
 answer=$(halfclose "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
 expect_match "a request then a half-close is answered" "$answer" '"status":"ok"'
 expect "and then the connection closes" "$(grep -c 'still open' <<<"$answer")" 0
@@ -82,7 +82,8 @@ time.sleep(30)
 " &
 sleep 0.5
 kill -TERM "$SERVER_PID"
-for _ in $(seq 40); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.05; done
+# The client holds it for 30 s: an exit within 15 s did not wait for it.
+for _ in $(seq 300); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.05; done
 if kill -0 "$SERVER_PID" 2>/dev/null; then fail "SIGTERM waited for an idle connection"; else pass "an idle connection is closed on SIGTERM"; fi
 SERVER_PID=""
 finish

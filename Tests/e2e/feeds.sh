@@ -26,18 +26,18 @@ listen "$main" "$WORK/main"
 status POST /api/feeds/user:42/items '{"items":[{"title":"Two"},{"title":"Three"}]}' >/dev/null
 expect "a publish to team.eng is answered once its sessions are told" \
     "$(status POST /api/feeds/team.eng/items '{"id":"b","title":"Lunch at noon"}')" 201
-wait_for "$WORK/team" '^event: news' 5
+wait_for "$WORK/team" '^event: news' 30
 news=$(events "$WORK/team" | awk '$2 == "news"' | cut -d' ' -f3-)
 expect "team.eng hears one news" "$(echo "$news" | wc -l)" 1
 expect "of its own item" "$(echo "$news" | json 'd["newest"]["title"]')" "Lunch at noon"
 expect "at its own head" "$(echo "$news" | json 'd["head"]')" 2
 # Every session is told before a publish is answered: a sample now comes after any news.
 sample "$main" 1 0 scroll >/dev/null
-wait_for "$WORK/main" '"seq":1' 5
+wait_for "$WORK/main" '"seq":1' 30
 expect "main hears nothing of other feeds" "$(events "$WORK/main" | awk '$2 == "news"' | wc -l)" 0
 
 status POST "/api/sessions/$team/refresh" >/dev/null
-wait_for "$WORK/team" '"op":"prepend"' 5
+wait_for "$WORK/team" '"op":"prepend"' 30
 brought=$(events "$WORK/team" | awk '$2 == "items"' | tail -n1 | cut -d' ' -f3-)
 expect "a refresh brings its feed's new item only" "$(echo "$brought" | json '[i["title"] for i in d["items"]]')" "['Lunch at noon']"
 

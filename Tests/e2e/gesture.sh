@@ -11,7 +11,7 @@ curl -s -X POST "$BASE/api/items" -H 'Content-Type: application/json' --data-bin
 expect "40 px pulls" "$(sample "$session" 1 -40 | json 'd["state"]["phase"]')" pulling
 expect "90 px arms" "$(sample "$session" 2 -90 | json 'd["state"]["label"]')" "Release to refresh"
 expect "release refreshes" "$(sample "$session" 3 -90 release | json 'd["state"]["phase"]')" refreshing
-wait_for "$WORK/events" '^event: done' 5
+wait_for "$WORK/events" '^event: done' 30
 
 events "$WORK/events" >"$WORK/list"
 order=$(python3 - "$WORK/list" <<'PY'

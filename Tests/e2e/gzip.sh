@@ -18,11 +18,11 @@ expect "JSON decodes to the same bytes" "$(gunzip -c "$WORK/items.gz" | sha256su
 session=$(new_session)
 curl -sN "$BASE/api/sessions/$session/events" >"$WORK/plain" &
 curl -sN -H 'Accept-Encoding: gzip' -D "$WORK/stream.headers" "$BASE/api/sessions/$session/events" >"$WORK/stream.gz" &
-wait_for "$WORK/plain" '^event: state' 5
-wait_for "$WORK/stream.headers" '[Ee]ncoding: gzip' 5
+wait_for "$WORK/plain" '^event: state' 30
+wait_for "$WORK/stream.headers" '[Ee]ncoding: gzip' 30
 sample "$session" 1 -40 >/dev/null
 sample "$session" 2 -90 >/dev/null
-wait_for "$WORK/plain" '"seq":2' 5
+wait_for "$WORK/plain" '"seq":2' 30
 # Each event is flushed: what arrived so far inflates to the complete events.
 inflate() { python3 -c 'import sys,zlib; d=zlib.decompressobj(31); sys.stdout.write(d.decompress(open(sys.argv[1],"rb").read()).decode())' "$WORK/stream.gz" >"$WORK/inflated"; }
 for _ in $(seq 1 100); do

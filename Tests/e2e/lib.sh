@@ -38,7 +38,8 @@ start_server() {
 # $WORK/server.log (emptied before it started): the address line in text, its `url` field
 # in JSON; exits with its log if it never does.
 wait_for_address() {
-    for _ in $(seq 100); do
+    # A minute at most: a debug build on a busy machine starts in seconds, not tenths.
+    for _ in $(seq 600); do
         BASE=$(grep -o 'http://[0-9.:]*' "$WORK/server.log" | head -n1 || true)
         [ -n "$BASE" ] && return 0
         sleep 0.1
@@ -88,10 +89,12 @@ listen() {
     local session=$1 file=$2
     shift 2
     curl -sN "$@" "$BASE/api/sessions/$session/events" >"$file" &
-    wait_for "$file" '^event: state' 5
+    wait_for "$file" '^event: state' 30
 }
 
-# wait_for FILE REGEX SECONDS: waits until a line of FILE matches.
+# wait_for FILE REGEX SECONDS: waits until a line of FILE matches; SECONDS bounds the wait
+# (half a minute where the suite waits for what the server does at once: a bound, not a
+# measure of the machine).
 wait_for() {
     local deadline=$((SECONDS + $3))
     until grep -Eq -- "$2" "$1" 2>/dev/null; do
@@ -139,6 +142,29 @@ except socket.timeout:
 except ConnectionResetError:
     pass
 sys.stdout.write(data.decode("latin-1"))
+PY
+}
+
+# stream_until SESSION FILE REGEX [HEADER]: reads the session's event stream into FILE until
+# a line matches REGEX (half a minute at most), then hangs up: a reader that stops when it
+# has what it came for, not after a fixed time.
+stream_until() {
+    python3 - "${BASE##*:}" "$1" "$3" "${4:-}" >"$2" <<'PY'
+import http.client, re, sys, time
+port, session, pattern, header = sys.argv[1:5]
+connection = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
+headers = dict([header.split(": ", 1)]) if header else {}
+connection.request("GET", f"/api/sessions/{session}/events", headers=headers)
+response = connection.getresponse()
+ends = time.monotonic() + 30
+while time.monotonic() < ends:
+    line = response.readline()
+    if not line:
+        break
+    sys.stdout.write(line.decode("utf-8", "replace"))
+    if re.search(pattern, line.decode("utf-8", "replace")):
+        break
+connection.close()
 PY
 }
 

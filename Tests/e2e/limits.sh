@@ -4,9 +4,12 @@
 # connections closed, running out of file descriptors handled without spinning a core, sessions and
 # streams limited per client address (a stream over capacity gets 200 + retry: + close,
 # never 503/429), and X-Forwarded-For believed only from a trusted proxy.
-# Its bounds on time and CPU (/healthz under 100 ms through a storm of stalled heads, under
-# 20 % of a core without file descriptors) are the server's, so it runs the release build,
-# brought up to date first: a debug build is several times slower at everything.
+# Its bounds on time and CPU are the server's, so it runs the release build, brought up to
+# date first: a debug build is several times slower at everything. Each bound tells a
+# behaviour from its failure with room for a busy machine: /healthz answered within a second
+# through a storm of stalled heads (one queued behind them would wait for their 2 s
+# deadline), the heads closed by their deadline and not the idle one, under 20 % of a core
+# of CPU time without file descriptors (a spinning accept loop takes a whole one).
 if [ -z "${REFRESH_SERVER:-}" ]; then
     (cd "$(dirname "$0")/../.." && swift build -c release --product refresh-server >/dev/null)
     REFRESH_SERVER=$(cd "$(dirname "$0")/../.." && swift build -c release --show-bin-path)/refresh-server
@@ -56,12 +59,12 @@ small=$(printf '%*s' 800 '' | tr ' ' a)
 answer=$(exchange 3 "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Pad: $small\r\n\r\n")
 expect_match "a head under --max-head-bytes is answered" "$answer" '^HTTP/1.1 200'
 large=$(printf '%*s' 2000 '' | tr ' ' a)
-answer=$(exchange 3 "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Pad: $large\r\n\r\n")
+answer=$(exchange 10 "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Pad: $large\r\n\r\n")
 expect_match "a head over --max-head-bytes 1024 → 431" "$answer" '^HTTP/1.1 431'
 expect_match "with a JSON error" "$answer" '"error" *:'
 expect "and the connection is closed" "$(grep -c 'still open' <<<"$answer" || true)" 0
 
-answer=$(exchange 5 "POST /api/sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+answer=$(exchange 15 "POST /api/sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
 expect_match "a body that never arrives → 408 at the deadline" "$answer" '^HTTP/1.1 408'
 expect "and the connection is closed" "$(grep -c 'still open' <<<"$answer" || true)" 0
 
@@ -128,7 +131,7 @@ def drain(timeout):
         selector.unregister(s)
         s.close()
 
-opening_ends = time.monotonic() + 15
+opening_ends = time.monotonic() + 60
 for i in range(count):
     if time.monotonic() > opening_ends:
         break
@@ -149,7 +152,7 @@ for i in range(count):
         time.sleep(0.01)  # a burst, not one deep accept queue: all are still open together
 
 if sent_at:
-    waiting_ends = max(sent_at.values()) + 6
+    waiting_ends = max(sent_at.values()) + 20
     while len(closed_at) < len(sent_at) and time.monotonic() < waiting_ends:
         drain(max(0.0, waiting_ends - time.monotonic()))
 
@@ -168,11 +171,11 @@ wait "$probe_pid" || true
 read -r opened closed slowest earliest answered sampled <"$WORK/halfheads" || true
 read -r probes failures worst <"$WORK/probe" || true
 expect "2000 connections sent half a head; the server closed them all" "$closed of $opened" "2000 of 2000"
-check "within the 2 s head deadline plus slack (the last after ${slowest} s)" below "$slowest" 5.01
+check "by the 2 s head deadline, not the 60 s idle one (the last after ${slowest} s)" below "$slowest" 15
 check "none before the deadline (the first after ${earliest} s)" below 1.5 "$earliest"
 expect "closed without an answer: nothing was asked ($answered of $opened got a 408)" "$answered" 0
 expect "/healthz answered throughout ($probes probes)" "$failures" 0
-check "in under 100 ms each (the slowest ${worst} ms)" below "$worst" 100
+check "without waiting behind them: under a second each (the slowest ${worst} ms)" below "$worst" 1000
 [ "$probes" -ge 10 ] && pass "probed every 100 ms while waiting" || fail "only $probes probes ran"
 stop_server
 
@@ -237,15 +240,15 @@ logged=$(grep -ci 'file descriptors' "$WORK/server.log" || true)
 [ "$logged" -le 6 ] && pass "per episode, not per refused accept ($logged lines)" || fail "$logged log lines about file descriptors"
 started=$(date +%s%N)
 recovered=""
-for _ in $(seq 25); do
-    if [ "$(curl -s -m 1 "$BASE/healthz" || true)" = '{"status":"ok"}' ]; then
+for _ in $(seq 150); do
+    if [ "$(curl -s -m 5 "$BASE/healthz" || true)" = '{"status":"ok"}' ]; then
         recovered=$((($(date +%s%N) - started) / 1000000))
         break
     fi
-    [ $(($(date +%s%N) - started)) -ge 5000000000 ] && break
+    [ $(($(date +%s%N) - started)) -ge 30000000000 ] && break
     sleep 0.2
 done
-[ -n "$recovered" ] && pass "served again once they are closed (after ${recovered} ms)" || fail "not served within 5 s after the connections closed"
+[ -n "$recovered" ] && pass "served again once they are closed (after ${recovered} ms)" || fail "not served within 30 s after the connections closed"
 stop_server
 
 # ---------------------------------------------------------------------------------------
@@ -298,7 +301,7 @@ expect "with a retry: line" "$(grep -Ec '^retry: [0-9]+$' "$WORK/over.body" || t
 check "and a comment" test "$(grep -c '^:' "$WORK/over.body" || true)" -ge 1
 expect "and nothing else (no event)" "$(grep -Evc '^(:.*|retry: [0-9]+)?$' "$WORK/over.body" || true)" 0
 expect "the body ends by itself (curl's exit status)" "$exited" 0
-check "at once (${took} s)" below "$took" 5
+check "ended by the server, not by curl's 10 s (${took} s)" below "$took" 9
 retries=$(sed -n 's/^retry: //p' "$WORK/over.body")
 answers=""
 for _ in 1 2 3 4 5; do
@@ -320,13 +323,13 @@ check "the retry: delays are jittered ($distinct different of 7: $(tr '\n' ' ' <
 kill "$first" 2>/dev/null || true
 served=no
 started=$SECONDS
-for _ in $(seq 30); do
-    curl -sN -m 1 "$BASE/api/sessions/${ids[1]}/events" >"$WORK/again" 2>/dev/null || true
+for _ in $(seq 100); do
+    curl -sN -m 3 "$BASE/api/sessions/${ids[1]}/events" >"$WORK/again" 2>/dev/null || true
     if grep -q '^event: state' "$WORK/again"; then
         served=yes
         break
     fi
-    [ $((SECONDS - started)) -ge 5 ] && break
+    [ $((SECONDS - started)) -ge 30 ] && break
     sleep 0.1
 done
 expect "once the first stream closes, 127.0.0.1 gets a stream again" "$served" yes
@@ -334,15 +337,15 @@ stop_server
 
 # ---------------------------------------------------------------------------------------
 echo "-- idle connections"
-start_server --idle-timeout 1
+start_server --idle-timeout 3
 port=${BASE##*:}
 session=$(new_session)
 listen "$session" "$WORK/stream-idle" && pass "a stream is open" || true
 stream=$!
 
 # Three connections side by side: one request then silence; nothing at all; a request every
-# half second for 2.5 s. Prints for the first its status, the seconds until the server closed
-# it ("open" if it did not within 4 s) and how many bytes came after the answer; for the
+# second for 4 s. Prints for the first its status, the seconds until the server closed it
+# ("open" if it did not within 15 s) and how many bytes came after the answer; for the
 # second the seconds and bytes; for the third how many answers came.
 python3 - "$port" >"$WORK/idle" <<'PY'
 import socket, sys, threading, time
@@ -391,18 +394,18 @@ def until_closed(s, limit):
 results = {}
 
 def idle():
-    s = socket.create_connection(("127.0.0.1", port), timeout=4)
+    s = socket.create_connection(("127.0.0.1", port), timeout=15)
     s.sendall(request)
     reply = response(s)
     status = reply.split(b" ", 2)[1].decode() if reply.startswith(b"HTTP/1.1 ") else "-"
-    results["idle"] = (status, *until_closed(s, 4))
+    results["idle"] = (status, *until_closed(s, 15))
 
 def fresh():
-    s = socket.create_connection(("127.0.0.1", port), timeout=4)
-    results["fresh"] = until_closed(s, 4)
+    s = socket.create_connection(("127.0.0.1", port), timeout=15)
+    results["fresh"] = until_closed(s, 15)
 
 def busy():
-    s = socket.create_connection(("127.0.0.1", port), timeout=4)
+    s = socket.create_connection(("127.0.0.1", port), timeout=15)
     answered = 0
     try:
         for _ in range(5):
@@ -410,7 +413,7 @@ def busy():
             if not response(s).startswith(b"HTTP/1.1 200"):
                 break
             answered += 1
-            time.sleep(0.5)
+            time.sleep(1)
     except OSError:
         pass
     results["busy"] = (answered,)
@@ -419,18 +422,18 @@ threads = [threading.Thread(target=f) for f in (idle, fresh, busy)]
 for t in threads:
     t.start()
 for t in threads:
-    t.join(10)
+    t.join(40)
 for name, empty in (("idle", ("-", "open", 0)), ("fresh", ("open", 0)), ("busy", (0,))):
     print(*results.get(name, empty))
 PY
 read -r code closed_after extra <<<"$(sed -n 1p "$WORK/idle")"
 expect "a keep-alive request is answered" "$code" 200
-check "then the connection is closed after --idle-timeout 1 (${closed_after} s)" below "$closed_after" 3
-check "not before it" below 0.5 "$closed_after"
+check "then the connection is closed after --idle-timeout 3 (${closed_after} s)" below "$closed_after" 12
+check "not before it" below 2.5 "$closed_after"
 expect "silently (bytes after the answer)" "$extra" 0
 read -r closed_after extra <<<"$(sed -n 2p "$WORK/idle")"
-check "a connection that never sends a byte is closed too (${closed_after} s)" below "$closed_after" 3
-expect "a connection in use outlives the idle timeout (answers over 2.5 s)" "$(sed -n 3p "$WORK/idle")" 5
+check "a connection that never sends a byte is closed too (${closed_after} s)" below "$closed_after" 12
+expect "a connection in use outlives the idle timeout (answers over 4 s)" "$(sed -n 3p "$WORK/idle")" 5
 if kill -0 "$stream" 2>/dev/null; then pass "an open event stream outlives it too"; else fail "the event stream was closed as idle"; fi
 stop_server
 

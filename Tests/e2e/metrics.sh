@@ -15,17 +15,18 @@ listen "$session" "$WORK/live"
 drag=5
 for seq in $(seq $drag); do
     sample "$session" "$seq" "-$((seq * 10))" >/dev/null
-    wait_for "$WORK/live" "\"seq\":$seq}" 5
+    wait_for "$WORK/live" "\"seq\":$seq}" 30
 done
 sample "$session" 2 -20 >/dev/null
 expect "a refresh is accepted" "$(status POST "/api/sessions/$session/refresh")" 202
-wait_for "$WORK/live" '^event: done' 5
+wait_for "$WORK/live" '^event: done' 30
 expect "an item is published" "$(status POST /api/items '{"id":"metrics-1","title":"Counted"}')" 201
-wait_for "$WORK/live" '^event: news' 5
+wait_for "$WORK/live" '^event: news' 30
 
 # A reconnect from the start is served from the log; one from an id never sent is a reset.
-curl -s -m 1 -N -H "Last-Event-ID: 0" "$BASE/api/sessions/$session/events" >"$WORK/replay" || true
-curl -s -m 1 -N -H "Last-Event-ID: 999999" "$BASE/api/sessions/$session/events" >"$WORK/gap" || true
+# Each read until the replay's last event, the state snapshot.
+stream_until "$session" "$WORK/replay" '^event: state' "Last-Event-ID: 0" || true
+stream_until "$session" "$WORK/gap" '^event: state' "Last-Event-ID: 999999" || true
 expect_match "the far reconnect got a reset" "$(cat "$WORK/gap")" 'event: reset'
 
 expect "a malformed sample" "$(status POST "/api/sessions/$session/samples" '{"seq":')" 400

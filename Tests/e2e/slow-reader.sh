@@ -28,12 +28,17 @@ for seq in range(1, samples + 1):
     post(f"/api/sessions/{session}/samples", {"seq": seq, "y": -(seq % 70) - 1})
 post(f"/api/sessions/{session}/samples", {"seq": samples + 1, "y": 0, "phase": "release"})
 post(f"/api/sessions/{session}/refresh", {})
-time.sleep(1.5)
 
-stream.settimeout(1.0)
+# Read again, until the refresh's `done` and the state after it have come (half a minute at
+# most): what the server kept for the reader, however long the refresh took.
+stream.settimeout(30.0)
 data = b""
+ends = time.monotonic() + 30
 try:
-    while chunk := stream.recv(65536):
+    while time.monotonic() < ends and not (b"event: done" in data and data.rfind(b"event: state") > data.find(b"event: done")):
+        chunk = stream.recv(65536)
+        if not chunk:
+            break
         data += chunk
 except socket.timeout:
     pass

@@ -95,7 +95,7 @@ public final class HeadListener: Service, Sendable {
                     metadata: ["error": "\(String(reflecting: error))", "retryIn": "\(backoff)"])
             }
             try? await Task.sleep(for: backoff)
-            backoff = min(backoff * 2, Self.longestBackoff)
+            backoff = Self.backoff(after: backoff)
         }
     }
 
@@ -211,4 +211,10 @@ public final class HeadListener: Service, Sendable {
 
     static let firstBackoff: Duration = .milliseconds(100)
     static let longestBackoff: Duration = .seconds(2)
+
+    /// The wait after a failed attempt that came `wait` after the one before: twice as long,
+    /// up to ``longestBackoff``.
+    static func backoff(after wait: Duration) -> Duration {
+        min(wait * 2, longestBackoff)
+    }
 }

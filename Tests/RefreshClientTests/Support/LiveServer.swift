@@ -48,7 +48,7 @@ final class LiveServer: Sendable {
         let (ports, portFound) = AsyncStream<Int>.makeStream()
         let app = try await RefreshApplication.build(configuration: configuration, logger: logger) { portFound.yield($0) }
         let running = Task { try await app.run() }
-        let port = try await within(10, "the server to listen") { await ports.first { _ in true } }
+        let port = try await within(60, "the server to listen") { await ports.first { _ in true } }
         guard let port else { throw TestFailure("the server never listened") }
         return LiveServer(port: port, stopper: { await app.triggerGracefulShutdown() }, running: running)
     }
@@ -56,7 +56,7 @@ final class LiveServer: Sendable {
     /// Stops it as SIGTERM would, and waits until it has.
     func stop() async throws {
         await stopper()
-        try await within(10, "the server to stop") { try await self.running.value }
+        try await within(60, "the server to stop") { try await self.running.value }
     }
 
     /// Runs a server around `body`, stopped after it whatever happens.
@@ -178,7 +178,7 @@ final class EventRecorder: Sendable {
     /// Waits until an event matches, and answers it.
     @discardableResult
     func next(
-        _ what: String, within seconds: Double = 10, after count: Int = 0, where match: @escaping @Sendable (SessionEvent) -> Bool
+        _ what: String, within seconds: Double = 30, after count: Int = 0, where match: @escaping @Sendable (SessionEvent) -> Bool
     ) async throws -> SessionEvent {
         try await within(seconds, what) {
             while true {
@@ -195,7 +195,7 @@ final class EventRecorder: Sendable {
         reader.withLock { $0?.cancel() }
     }
 
-    func waitUntilEnded(_ seconds: Double = 5) async throws {
+    func waitUntilEnded(_ seconds: Double = 30) async throws {
         try await eventually(seconds, "the events to end") { self.ended != nil }
     }
 }

@@ -14,7 +14,9 @@ struct SSE: Sendable, CustomStringConvertible {
     var description: String { "\(id.map(String.init) ?? "-") \(event ?? comment.map { ": \($0)" } ?? "") \(data)" }
 }
 
-/// Reads an event stream incrementally, block by block, as the server flushes it.
+/// Reads an event stream incrementally, block by block, as the server flushes it. Every wait
+/// is bounded at half a minute by default: a bound on a wait that ends as soon as the data
+/// comes, not a measure of how fast this machine sends it.
 // `@unchecked`: one test task uses a reader at a time, and the AHC iterator is not Sendable.
 final class EventReader: @unchecked Sendable {
     let status: Int
@@ -34,7 +36,7 @@ final class EventReader: @unchecked Sendable {
     func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
 
     /// The next raw chunk, waiting at most `seconds`; `nil` when the stream ended.
-    func chunk(within seconds: Double = 5) async throws -> ByteBuffer? {
+    func chunk(within seconds: Double = 30) async throws -> ByteBuffer? {
         let chunk = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
             group.addTask { [self] in try await self.iterator.next() }
             group.addTask {
@@ -49,7 +51,7 @@ final class EventReader: @unchecked Sendable {
     }
 
     /// The next block (event, retry or comment), waiting at most `seconds`.
-    func next(within seconds: Double = 5) async throws -> SSE {
+    func next(within seconds: Double = 30) async throws -> SSE {
         while true {
             if let range = pending.range(of: "\n\n") {
                 let block = String(pending[..<range.lowerBound])
@@ -64,7 +66,7 @@ final class EventReader: @unchecked Sendable {
     }
 
     /// The next real event, skipping `retry:` and comments.
-    func nextEvent(within seconds: Double = 5) async throws -> SSE {
+    func nextEvent(within seconds: Double = 30) async throws -> SSE {
         while true {
             let block = try await next(within: seconds)
             if block.event != nil { return block }
@@ -72,7 +74,7 @@ final class EventReader: @unchecked Sendable {
     }
 
     /// Events until (and including) the first named `name`.
-    func events(until name: String, within seconds: Double = 5) async throws -> [SSE] {
+    func events(until name: String, within seconds: Double = 30) async throws -> [SSE] {
         var events: [SSE] = []
         while true {
             let event = try await nextEvent(within: seconds)

@@ -3,6 +3,19 @@ import Synchronization
 @testable import RefreshFeed
 @testable import RefreshServer
 
+/// A point a feed's work waits at until the test opens it (or two minutes pass), so a test
+/// decides what runs when, not the machine's speed.
+final class Gate: Sendable {
+    private let isOpen = Atomic(false)
+
+    func open() { isOpen.store(true, ordering: .releasing) }
+
+    func wait() async throws {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while !isOpen.load(ordering: .acquiring), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+    }
+}
+
 /// A memory feed whose update takes its time in steps, counts its calls, and can fail or
 /// hang, so tests can watch progress, share flights, cancel and time out.
 final class ScriptedFeed: FeedSource {
@@ -10,6 +23,8 @@ final class ScriptedFeed: FeedSource {
         case steps(Int, every: Duration)
         case fail(String)
         case hang
+        /// Reports the stage `gated`, then waits behind the gate, then completes.
+        case gated(Gate)
     }
 
     struct Failure: Error, CustomStringConvertible {
@@ -20,15 +35,18 @@ final class ScriptedFeed: FeedSource {
     let behaviour: Behaviour
     /// How long reading older items takes, so a load-more can be caught running.
     let olderDelay: Duration
+    /// What reading older items waits behind, so a load-more is caught running for sure.
+    let olderGate: Gate?
     private let calls = Mutex(0)
 
     /// Reading the head fails too, as a store that is gone would.
     let headFails: Bool
 
-    init(items: [FeedItem] = [], behaviour: Behaviour, olderDelay: Duration = .zero, headFails: Bool = false) {
+    init(items: [FeedItem] = [], behaviour: Behaviour, olderDelay: Duration = .zero, olderGate: Gate? = nil, headFails: Bool = false) {
         memory = MemoryFeed(items: items)
         self.behaviour = behaviour
         self.olderDelay = olderDelay
+        self.olderGate = olderGate
         self.headFails = headFails
     }
 
@@ -48,11 +66,17 @@ final class ScriptedFeed: FeedSource {
         case .hang:
             try await Task.sleep(for: .seconds(3600))
             return FeedUpdate(added: 0, message: "")
+        case .gated(let gate):
+            progress(FeedProgress(fraction: 0.1, stage: "gated", message: "Waiting for the test"))
+            try await gate.wait()
+            progress(FeedProgress(fraction: 1, stage: "done", message: "Done"))
+            return FeedUpdate(added: 0, message: "Up to date")
         }
     }
 
     func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
         if olderDelay > .zero { try await Task.sleep(for: olderDelay) }
+        try await olderGate?.wait()
         return try await memory.older(than: position, limit: limit)
     }
     func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await memory.added(after: position, limit: limit) }

@@ -74,7 +74,7 @@ struct TestServer {
             // The API takes JSON bodies only; a test of another type says so in `headers`.
             if !request.headers.contains(name: "Content-Type") { request.headers.add(name: "Content-Type", value: "application/json") }
         }
-        let response = try await TestServer.client.execute(request, timeout: .seconds(10))
+        let response = try await TestServer.client.execute(request, timeout: .seconds(60))
         let bytes = try await response.body.collect(upTo: 16 * 1024 * 1024)
         return Reply(status: Int(response.status.code), headers: response.headers, body: Data(bytes.readableBytesView))
     }
