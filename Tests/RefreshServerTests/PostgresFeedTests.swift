@@ -223,7 +223,8 @@ struct PostgresFeedTests {
     @Test func theListenersWaitsDoubleUpToTwoSeconds() {
         var waits = [HeadListener.firstBackoff]
         for _ in 1..<12 { waits.append(HeadListener.backoff(after: waits.last!)) }
-        #expect(waits.prefix(6) == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600), .seconds(2)])
+        #expect(
+            waits.prefix(6) == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600), .seconds(2)])
         #expect(waits.dropFirst(5).allSatisfy { $0 == .seconds(2) })
     }
 
