@@ -72,7 +72,7 @@ public final class MemoryFeed: FeedSource, FeedStore {
     public init(items: [FeedItem] = []) {
         name = .main
         storage = Shelf(feeds: Feeds(), name: .main)
-        storage.withLock { $0.upsert(items.filter { ItemRules.violation(of: $0) == nil }) }
+        _ = storage.withLock { $0.upsert(items.filter { ItemRules.violation(of: $0) == nil }) }
     }
 
     private init(feeds: Feeds, name: FeedName) {
