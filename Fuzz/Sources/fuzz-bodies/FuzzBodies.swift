@@ -45,7 +45,11 @@ private func checkItems(_ body: JSONValue) {
             guard let text else { continue }
             invariant(!text.isEmpty && text.unicodeScalars.count <= limit, "\(name) \(text.debugDescription)")
             invariant(!text.utf8.contains(0), "\(name) holds a NUL: \(text.debugDescription)")
-            invariant(text == text.trimmingCharacters(in: .whitespacesAndNewlines), "\(name) not trimmed")
+            // Texts are trimmed; an id is kept byte for byte, and a link as given (white space
+            // around one is refused with it).
+            if name != "id" && name != "link" {
+                invariant(text == text.trimmingCharacters(in: .whitespacesAndNewlines), "\(name) not trimmed")
+            }
         }
         if let link = item.link {
             let lower = link.lowercased()
@@ -95,7 +99,7 @@ private func checkSessionBody(_ body: JSONValue?) {
     }
     do {
         if let resume = try ResumeDecoding.decode(body) {
-            invariant(resume.head >= 0 && (0...resume.head).contains(resume.pagedThrough), "resume \(resume)")
+            invariant(resume.head >= 0, "resume \(resume)")
             invariant(!resume.oldest.isEmpty, "resume without oldest")
         }
     } catch {
