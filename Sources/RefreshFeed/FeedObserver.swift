@@ -10,6 +10,9 @@ public protocol FeedObserver: Sendable {
     func upstreamItemSkipped(because reason: ItemRules.SkipReason)
     /// An upstream item's text cut to its field's length.
     func upstreamTextCut(in field: ItemRules.Field)
+    /// Items an upstream refresh edited in place: their feed's entry changed its title,
+    /// summary, link, author or date.
+    func upstreamItemsEdited(_ count: Int)
 }
 
 /// How a piece of the feed's work ended.

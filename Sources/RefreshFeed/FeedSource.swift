@@ -52,19 +52,34 @@ public protocol FeedSource: Sendable {
     func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage
     /// The newest position and its item; `nil` while the feed is empty.
     func head() async throws -> FeedHead?
-    /// Stores items, replacing any with the same id; returns them as stored, with their
-    /// positions (the last of a batch's items with one id, compared by bytes as ``ItemKey``
-    /// does). New ids take positions in the order of their dates (``DateOrder``), so the
-    /// newest of a batch becomes the head. Throws
-    /// ``InvalidFeedItem``, storing nothing, when an item breaks ``ItemRules``.
-    func publish(_ items: [FeedItem]) async throws -> [FeedItem]
-    /// ``publish(_:)``, answering also the head the write made when the store knows it
-    /// without another read (`nil`: whoever needs the head reads ``head()``). A remote store
-    /// learns it with the write, where a read would cost its publisher a round trip more.
-    func publishReportingHead(_ items: [FeedItem]) async throws -> (stored: [FeedItem], head: FeedHead?)
-    /// The item with this id, with its position.
+    /// Stores items, replacing any with the same id, and answers what the write did: the
+    /// items as stored, with their positions and versions (the last of a batch's items with
+    /// one id, compared by bytes as ``ItemKey`` does), the head when it added items and the
+    /// store knows it without another read, and the edits it made. New ids take positions in
+    /// the order of their dates (``DateOrder``), so the newest of a batch becomes the head; a
+    /// known id whose fields differ is edited in place and takes a new version, one that is
+    /// the same changes nothing. Throws ``InvalidFeedItem``, storing nothing, when an item
+    /// breaks ``ItemRules``.
+    func publishing(_ items: [FeedItem]) async throws -> FeedWrite
+    /// Replaces the fields of the item with `item`'s id, where it stands; throws
+    /// ``FeedItemNotFound`` for an id the feed does not hold, and ``FeedVersionMismatch``,
+    /// changing nothing, when `version` is given and is not the item's.
+    func replace(_ item: FeedItem, ifVersion version: FeedVersion?) async throws -> FeedWrite
+    /// Removes the item with this id, leaving a tombstone of its id and position; throws as
+    /// ``replace(_:ifVersion:)`` does.
+    func remove(id: String, ifVersion version: FeedVersion?) async throws -> FeedWrite
+    /// The net changes after `version` to the items at `positions`: each one's last edit, or
+    /// its removal, in version order. `nil` when they cannot be told: tombstones after
+    /// `version` were forgotten, or there are more than `limit`.
+    func changes(since version: FeedVersion, within positions: ClosedRange<FeedPosition>, limit: Int) async throws -> FeedChanges?
+    /// Forgets the tombstones of items removed before `time`, in every feed of the store;
+    /// answers how many. A reader behind the newest of a feed's can no longer be told what
+    /// changed in it.
+    func forgetRemovals(before time: Timestamp) async throws -> Int
+    /// The item with this id, with its position and version.
     func item(id: String) async throws -> FeedItem?
-    /// The position the item with this id took, to know what a page showing it has seen.
+    /// The position the item with this id took (for a removed one, the one it had), to know
+    /// what a page showing it has seen and to page on from it.
     func position(of id: String) async throws -> FeedPosition?
     /// Throws when the store cannot serve now, for `/readyz`: by default, when the head
     /// cannot be read.
@@ -76,8 +91,9 @@ extension FeedSource {
         _ = try await head()
     }
 
-    public func publishReportingHead(_ items: [FeedItem]) async throws -> (stored: [FeedItem], head: FeedHead?) {
-        (try await publish(items), nil)
+    /// ``publishing(_:)``, answering only the items as stored.
+    public func publish(_ items: [FeedItem]) async throws -> [FeedItem] {
+        try await publishing(items).stored
     }
 }
 

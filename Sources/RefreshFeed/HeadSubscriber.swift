@@ -22,4 +22,11 @@ public protocol HeadSubscriber: Sendable {
     /// call at a time per feed: notices that come during a call keep only the newest head for
     /// the next.
     func headMoved(in feed: FeedName, to head: FeedHead) async
+    /// The newest version of `feed` the subscriber knows; `nil` for a feed it does not watch.
+    func knownVersion(of feed: FeedName) -> FeedVersion?
+    /// Commits took `feed` from version `from` to `version`, committed and visible to every
+    /// reader; `changes` are the edits and removals they made, when a notice carried them
+    /// (`nil`, or a `from` the subscriber is not at: read what changed since the version it
+    /// knows). Called in the order of the commits, one call at a time per feed.
+    func feedChanged(in feed: FeedName, from: FeedVersion?, to version: FeedVersion, changes: [FeedChange]?) async
 }

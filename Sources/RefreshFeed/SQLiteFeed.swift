@@ -142,6 +142,38 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
             // the order by date is no longer read.
             try db.execute(sql: "DROP INDEX IF EXISTS item_order")
         }
+        migrator.registerMigration("v7: versions and removals") { db in
+            // Every stored change takes the feed's next version. Items stored before versions
+            // existed take their positions as theirs (one change each, in the order the feed
+            // gained them). A feed's head and version live in `feed_state`, so a removed item's
+            // position is never taken again. A removal leaves a tombstone, kept until
+            // `--change-retention` passes; `horizon` is the newest version whose tombstone was
+            // forgotten, below which changes can no longer be told.
+            try db.execute(
+                sql: """
+                    ALTER TABLE item ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+                    UPDATE item SET version = position;
+                    CREATE INDEX item_version ON item (feed, version);
+                    CREATE TABLE feed_state (
+                        feed TEXT NOT NULL PRIMARY KEY,
+                        head INTEGER NOT NULL,
+                        version INTEGER NOT NULL,
+                        horizon INTEGER NOT NULL DEFAULT 0
+                    );
+                    INSERT INTO feed_state (feed, head, version) SELECT feed, MAX(position), MAX(position) FROM item GROUP BY feed;
+                    CREATE TABLE removal (
+                        feed TEXT NOT NULL,
+                        position INTEGER NOT NULL,
+                        id TEXT NOT NULL,
+                        version INTEGER NOT NULL,
+                        removed INTEGER NOT NULL,
+                        PRIMARY KEY (feed, position)
+                    );
+                    CREATE INDEX removal_version ON removal (feed, version);
+                    CREATE INDEX removal_id ON removal (feed, id);
+                    CREATE INDEX removal_removed ON removal (removed);
+                    """)
+        }
         return migrator
     }
 
@@ -177,9 +209,10 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
 
     public func head() async throws -> FeedHead? {
         try await database.read { [name] db in
-            try Row.fetchOne(db, sql: "SELECT * FROM item WHERE feed = ? ORDER BY position DESC LIMIT 1", arguments: [name.rawValue]).map { row in
-                FeedHead(position: row["position"], item: Self.item(row))
-            }
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM item WHERE feed = ? ORDER BY position DESC LIMIT 1", arguments: [name.rawValue])
+            else { return nil }
+            let state = try Self.state(of: name, db)
+            return FeedHead(position: state.head, item: Self.item(row), version: state.version)
         }
     }
 
@@ -192,8 +225,53 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
         }
     }
 
-    public func publish(_ items: [FeedItem]) async throws -> [FeedItem] {
-        try await write(ItemKey.lastOfEachID(items)).stored
+    public func publishing(_ items: [FeedItem]) async throws -> FeedWrite {
+        try await write(ItemKey.lastOfEachID(items))
+    }
+
+    public func replace(_ item: FeedItem, ifVersion version: FeedVersion?) async throws -> FeedWrite {
+        try ItemRules.check([item])
+        return try await transaction { [name] db in try Self.replace(item, ifVersion: version, in: name, db) }
+    }
+
+    public func remove(id: String, ifVersion version: FeedVersion?) async throws -> FeedWrite {
+        try await transaction { [name] db in try Self.remove(id: id, ifVersion: version, in: name, at: .now(), db) }
+    }
+
+    public func changes(
+        since version: FeedVersion, within positions: ClosedRange<FeedPosition>, limit: Int
+    ) async throws
+        -> FeedChanges?
+    {
+        try await database.read { [name] db in
+            let state = try Self.state(of: name, db)
+            guard version >= state.horizon else { return nil }
+            let arguments: StatementArguments = [name.rawValue, version, positions.lowerBound, positions.upperBound, limit + 1]
+            let items = try Row.fetchAll(
+                db, sql: "SELECT * FROM item WHERE feed = ? AND version > ? AND position BETWEEN ? AND ? ORDER BY version LIMIT ?",
+                arguments: arguments)
+            let removals = try Row.fetchAll(
+                db,
+                sql: "SELECT id, position, version FROM removal WHERE feed = ? AND version > ? AND position BETWEEN ? AND ? ORDER BY version LIMIT ?",
+                arguments: arguments)
+            guard items.count + removals.count <= limit else { return nil }
+            let changes =
+                items.map { FeedChange.update(Self.item($0)) }
+                + removals.map { FeedChange.remove(id: $0["id"], position: $0["position"], version: $0["version"]) }
+            return FeedChanges(changes: changes.sorted { $0.version < $1.version }, version: state.version)
+        }
+    }
+
+    public func forgetRemovals(before time: Timestamp) async throws -> Int {
+        try await transaction { db in
+            try db.execute(
+                sql: """
+                    UPDATE feed_state SET horizon = MAX(horizon, (SELECT MAX(version) FROM removal WHERE removal.feed = feed_state.feed AND removed < ?))
+                    WHERE feed IN (SELECT feed FROM removal WHERE removed < ?)
+                    """, arguments: [time.milliseconds, time.milliseconds])
+            try db.execute(sql: "DELETE FROM removal WHERE removed < ?", arguments: [time.milliseconds])
+            return db.changesCount
+        }
     }
 
     public func item(id: String) async throws -> FeedItem? {
@@ -205,36 +283,43 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
     public func position(of id: String) async throws -> FeedPosition? {
         try await database.read { [name] db in
             try FeedPosition.fetchOne(db, sql: "SELECT position FROM item WHERE feed = ? AND id = ?", arguments: [name.rawValue, id])
+                ?? FeedPosition.fetchOne(
+                    db, sql: "SELECT position FROM removal WHERE feed = ? AND id = ? ORDER BY version DESC LIMIT 1", arguments: [name.rawValue, id])
         }
     }
 
     // MARK: - Storage
 
     /// Upserts by id in one transaction; answers how many ids were new.
-    func store(_ items: [FeedItem], keepingDatesOf undated: Set<ItemKey> = []) async throws -> Int {
-        try await write(items, keepingDatesOf: undated).added
+    func store(_ items: [FeedItem], keepingDatesOf undated: Set<ItemKey> = []) async throws -> FeedWrite {
+        try await write(items, keepingDatesOf: undated)
     }
 
-    /// Upserts by id in one transaction: the items as stored, with their positions, and how
-    /// many ids were new. An item of `undated` that is stored already keeps its date (an
-    /// upstream entry without one is dated when first seen).
-    private func write(_ items: [FeedItem], keepingDatesOf undated: Set<ItemKey> = []) async throws -> (stored: [FeedItem], added: Int) {
-        guard !items.isEmpty else { return ([], 0) }
+    /// Upserts by id in one transaction. An item of `undated` that is stored already keeps its
+    /// date (an upstream entry without one is dated when first seen).
+    private func write(_ items: [FeedItem], keepingDatesOf undated: Set<ItemKey> = []) async throws -> FeedWrite {
+        guard !items.isEmpty else { return FeedWrite(stored: []) }
         try ItemRules.check(items)
+        return try await transaction { [name] db in try Self.upsert(items, into: name, replacing: true, keepingDatesOf: undated, db) }
+    }
+
+    /// Runs `body` in one write transaction within the lock deadline; a failure of the file
+    /// is answered unavailable and remembered for readiness.
+    private func transaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         let deadline = ContinuousClock.now + Self.lockDeadline
         do {
-            let written = try await database.writeWithoutTransaction { [lockWait, name] db in
+            let result = try await database.writeWithoutTransaction { [lockWait] db in
                 try lockWait.waiting(until: deadline) {
-                    var written: (stored: [FeedItem], added: Int) = ([], 0)
+                    var result: T?
                     try db.inTransaction {
-                        written = try Self.upsert(items, into: name, replacing: true, keepingDatesOf: undated, db)
+                        result = try body(db)
                         return .commit
                     }
-                    return written
+                    return result!
                 }
             }
             writeHealth.succeeded()
-            return written
+            return result
         } catch let error as DatabaseError where Self.transientFailures.contains(error.resultCode) {
             // The transaction rolled back, so nothing was stored: the client may retry later.
             if Self.lockFailures.contains(error.resultCode) { throw Self.locked }
@@ -314,13 +399,33 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
         try database.write { [name] db in _ = try Self.upsert(items, into: name, replacing: false, db) }
     }
 
-    /// New ids take the next positions, in the order of their dates. SQLite has one writer at
-    /// a time, so transactions commit in the order they read the head: positions become
-    /// visible in order. Answers the items as stored, in the order given, and how many were new.
+    /// A feed's head, version and horizon (all 0 for a feed that never held an item).
+    private static func state(of feed: FeedName, _ db: Database) throws -> (head: FeedPosition, version: FeedVersion, horizon: FeedVersion) {
+        guard let row = try Row.fetchOne(db, sql: "SELECT head, version, horizon FROM feed_state WHERE feed = ?", arguments: [feed.rawValue])
+        else { return (0, 0, 0) }
+        return (row["head"], row["version"], row["horizon"])
+    }
+
+    private static func saveState(_ feed: FeedName, head: FeedPosition, version: FeedVersion, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO feed_state (feed, head, version) VALUES (?, ?, ?)
+                ON CONFLICT(feed) DO UPDATE SET head = excluded.head, version = excluded.version
+                """, arguments: [feed.rawValue, head, version])
+    }
+
+    /// New ids take the next positions, in the order of their dates; a known id whose fields
+    /// differ is edited where it stands. Each takes the feed's next version. SQLite has one
+    /// writer at a time, so transactions commit in the order they read the head: positions
+    /// and versions become visible in order.
     private static func upsert(
         _ items: [FeedItem], into feed: FeedName, replacing: Bool, keepingDatesOf undated: Set<ItemKey> = [], _ db: Database
-    ) throws -> (stored: [FeedItem], added: Int) {
-        var next = (try FeedPosition.fetchOne(db, sql: "SELECT MAX(position) FROM item WHERE feed = ?", arguments: [feed.rawValue]) ?? 0) + 1
+    ) throws -> FeedWrite {
+        let state = try state(of: feed, db)
+        var head = state.head
+        var version = state.version
+        var changes: [FeedChange] = []
+        var newest: FeedItem?
         var added = 0
         // The last of a batch's items with one id wins, as if they were stored one by one.
         let batch = ItemKey.lastOfEachID(items)
@@ -328,33 +433,84 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
         for item in batch.sorted(by: { $0.dateOrder < $1.dateOrder }) {
             let key = ItemKey(item.id)
             var kept = item
-            if let row = try Row.fetchOne(
-                db, sql: "SELECT position, published FROM item WHERE feed = ? AND id = ?", arguments: [feed.rawValue, item.id])
-            {
-                kept.position = row["position"]
-                if undated.contains(key) { kept.published = Timestamp(milliseconds: row["published"]) }
-                guard replacing else {
-                    stored[key] = kept
+            if let row = try Row.fetchOne(db, sql: "SELECT * FROM item WHERE feed = ? AND id = ?", arguments: [feed.rawValue, item.id]) {
+                let current = Self.item(row)
+                if undated.contains(key) { kept.published = current.published }
+                guard replacing, kept != current else {
+                    stored[key] = current
                     continue
                 }
+                version += 1
+                kept.position = current.position
+                kept.version = version
                 try db.execute(
                     sql: """
-                        UPDATE item SET title = ?, summary = ?, link = ?, author = ?, published = ? WHERE feed = ? AND id = ?
+                        UPDATE item SET title = ?, summary = ?, link = ?, author = ?, published = ?, version = ? WHERE feed = ? AND id = ?
                         """,
-                    arguments: [kept.title, kept.summary, kept.link, kept.author, kept.published.milliseconds, feed.rawValue, kept.id])
+                    arguments: [kept.title, kept.summary, kept.link, kept.author, kept.published.milliseconds, version, feed.rawValue, kept.id])
+                changes.append(.update(kept))
             } else {
-                kept.position = next
+                head += 1
+                version += 1
+                kept.position = head
+                kept.version = version
                 try db.execute(
                     sql: """
-                        INSERT INTO item (feed, id, title, summary, link, author, published, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO item (feed, id, title, summary, link, author, published, position, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
-                    arguments: [feed.rawValue, kept.id, kept.title, kept.summary, kept.link, kept.author, kept.published.milliseconds, next])
-                next += 1
+                    arguments: [
+                        feed.rawValue, kept.id, kept.title, kept.summary, kept.link, kept.author, kept.published.milliseconds, head, version,
+                    ])
+                newest = kept
                 added += 1
             }
             stored[key] = kept
         }
-        return (batch.compactMap { stored[ItemKey($0.id)] }, added)
+        if version != state.version { try saveState(feed, head: head, version: version, db) }
+        return FeedWrite(
+            stored: batch.compactMap { stored[ItemKey($0.id)] }, head: newest.map { FeedHead(position: head, item: $0, version: version) },
+            added: added, changes: changes, version: version)
+    }
+
+    private static func current(_ id: String, in feed: FeedName, ifVersion expected: FeedVersion?, _ db: Database) throws -> FeedItem {
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM item WHERE feed = ? AND id = ?", arguments: [feed.rawValue, id]) else {
+            throw FeedItemNotFound(id: id)
+        }
+        let current = Self.item(row)
+        if let expected, expected != current.version { throw FeedVersionMismatch(current: current.version ?? 0) }
+        return current
+    }
+
+    private static func replace(_ item: FeedItem, ifVersion expected: FeedVersion?, in feed: FeedName, _ db: Database) throws -> FeedWrite {
+        let current = try current(item.id, in: feed, ifVersion: expected, db)
+        let state = try state(of: feed, db)
+        guard item != current else { return FeedWrite(stored: [current], version: state.version) }
+        let version = state.version + 1
+        var kept = item
+        kept.position = current.position
+        kept.version = version
+        try db.execute(
+            sql: "UPDATE item SET title = ?, summary = ?, link = ?, author = ?, published = ?, version = ? WHERE feed = ? AND id = ?",
+            arguments: [kept.title, kept.summary, kept.link, kept.author, kept.published.milliseconds, version, feed.rawValue, kept.id])
+        try saveState(feed, head: state.head, version: version, db)
+        return FeedWrite(stored: [kept], changes: [.update(kept)], version: version)
+    }
+
+    private static func remove(
+        id: String, ifVersion expected: FeedVersion?, in feed: FeedName, at now: Timestamp, _ db: Database
+    ) throws
+        -> FeedWrite
+    {
+        let current = try current(id, in: feed, ifVersion: expected, db)
+        let state = try state(of: feed, db)
+        let version = state.version + 1
+        let position = current.position ?? 0
+        try db.execute(sql: "DELETE FROM item WHERE feed = ? AND id = ?", arguments: [feed.rawValue, id])
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO removal (feed, position, id, version, removed) VALUES (?, ?, ?, ?, ?)",
+            arguments: [feed.rawValue, position, current.id, version, now.milliseconds])
+        try saveState(feed, head: state.head, version: version, db)
+        return FeedWrite(stored: [], changes: [.remove(id: current.id, position: position, version: version)], version: version)
     }
 
     func validators(for url: String) async throws -> UpstreamValidators {
@@ -375,13 +531,13 @@ public final class SQLiteFeed: FeedSource, FeedStore, UpstreamStore {
     }
 
     private static func page(_ rows: [Row], limit: Int, of feed: FeedName, _ db: Database) throws -> FeedPage {
-        let head = try FeedPosition.fetchOne(db, sql: "SELECT MAX(position) FROM item WHERE feed = ?", arguments: [feed.rawValue]) ?? 0
-        return FeedPage(items: rows.prefix(limit).map(Self.item), hasMore: rows.count > limit, head: head)
+        let state = try state(of: feed, db)
+        return FeedPage(items: rows.prefix(limit).map(Self.item), hasMore: rows.count > limit, head: state.head, version: state.version)
     }
 
     private static func item(_ row: Row) -> FeedItem {
         FeedItem(
             id: row["id"], title: row["title"], summary: row["summary"], link: row["link"], author: row["author"],
-            published: Timestamp(milliseconds: row["published"]), position: row["position"])
+            published: Timestamp(milliseconds: row["published"]), position: row["position"], version: row["version"])
     }
 }

@@ -210,15 +210,8 @@ import Testing
 }
 
 /// A store that cannot take writes now.
-private struct UnavailableFeed: FeedSource {
+private struct UnavailableFeed: ForwardingFeed {
     let base = MemoryFeed()
-    func update(progress: @escaping ProgressSink) async throws -> FeedUpdate { try await base.update(progress: progress) }
-    func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
-        try await base.older(than: position, limit: limit)
-    }
-    func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await base.added(after: position, limit: limit) }
-    func head() async throws -> FeedHead? { try await base.head() }
-    func publish(_ items: [FeedItem]) async throws -> [FeedItem] { throw FeedStoreUnavailable("the test's store takes no writes") }
-    func item(id: String) async throws -> FeedItem? { try await base.item(id: id) }
-    func position(of id: String) async throws -> FeedPosition? { try await base.position(of: id) }
+    var forwarded: any FeedSource { base }
+    func publishing(_ items: [FeedItem]) async throws -> FeedWrite { throw FeedStoreUnavailable("the test's store takes no writes") }
 }

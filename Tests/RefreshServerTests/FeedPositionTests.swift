@@ -149,7 +149,10 @@ enum Store: String, CaseIterable, CustomTestStringConvertible, Sendable {
             }
         }
         let feed = try SQLiteFeed(path: path)
-        #expect(try feed.appliedMigrations().suffix(4) == ["v3: feed positions", "v4: feeds", "v5: readiness", "v6: the list by position"])
+        #expect(
+            try feed.appliedMigrations().suffix(5) == [
+                "v3: feed positions", "v4: feeds", "v5: readiness", "v6: the list by position", "v7: versions and removals",
+            ])
         #expect(try await feed.head()?.position == 5)
         #expect(try await feed.head()?.item.id == "item-0")
         #expect(try await feed.added(after: 3, limit: 10).items.map(\.id) == ["item-0", "item-1"])

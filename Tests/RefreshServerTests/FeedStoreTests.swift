@@ -18,11 +18,13 @@ func temporaryDatabase() -> String {
         #expect(
             try first.appliedMigrations() == [
                 "v1: items", "v2: upstream validators", "v3: feed positions", "v4: feeds", "v5: readiness", "v6: the list by position",
+                "v7: versions and removals",
             ])
         let again = try SQLiteFeed(path: path)
         #expect(
             try again.appliedMigrations() == [
                 "v1: items", "v2: upstream validators", "v3: feed positions", "v4: feeds", "v5: readiness", "v6: the list by position",
+                "v7: versions and removals",
             ])
     }
 
@@ -47,10 +49,10 @@ func temporaryDatabase() -> String {
     @Test(arguments: Store.allCases.filter { $0 != .memory })
     func upsertReplacesByIDAndCountsOnlyNewOnes(store: Store) async throws {
         let feed = try #require(try await store.make() as? any FeedSource & UpstreamStore)
-        #expect(try await feed.store(items(3), keepingDatesOf: []) == 3)
+        #expect(try await feed.store(items(3), keepingDatesOf: []).added == 3)
         var edited = items(4)
         edited[0].title = "edited"
-        #expect(try await feed.store(edited, keepingDatesOf: []) == 1)
+        #expect(try await feed.store(edited, keepingDatesOf: []).added == 1)
         let page = try await feed.older(than: nil, limit: 10)
         #expect(page.items.count == 4)
         #expect(page.items.map(\.id) == ["item-3", "item-0", "item-1", "item-2"])
@@ -72,7 +74,8 @@ func temporaryDatabase() -> String {
                 [
                     FeedItem(id: "a", title: "A again", published: later), FeedItem(id: "b", title: "B", published: later),
                     FeedItem(id: "c", title: "C again", published: later),
-                ], keepingDatesOf: Set(undated)) == 1)
+                ], keepingDatesOf: Set(undated)
+            ).added == 1)
         #expect(try await feed.item(id: "a").map { [$0.title, $0.published.rfc3339] } == ["A again", first.rfc3339])
         #expect(try await feed.item(id: "b")?.published == later, "a new undated item takes the date it is first seen with")
         #expect(try await feed.item(id: "c")?.published == later, "a dated item takes its new date")

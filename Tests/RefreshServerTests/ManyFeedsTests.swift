@@ -22,7 +22,8 @@ import Testing
 
         #expect(try await main.head()?.position == 3)
         #expect(
-            try await inbox.head() == FeedHead(position: 1, item: FeedItem(id: "item-0", title: "Inbox's own", published: Timestamp(milliseconds: 7)))
+            try await inbox.head()
+                == FeedHead(position: 1, item: FeedItem(id: "item-0", title: "Inbox's own", published: Timestamp(milliseconds: 7)), version: 1)
         )
         #expect(try await main.item(id: "item-0")?.title == "item 0", "the same id in two feeds is two items")
         #expect(try await inbox.item(id: "item-1") == nil)
@@ -36,8 +37,9 @@ import Testing
         _ = try await main.publish([edited])
         #expect(try await inbox.item(id: "item-0")?.title == "Inbox's own", "an upsert touches only its feed")
         #expect(
-            try await inbox.added(after: 0, limit: 10) == FeedPage(items: [try #require(try await inbox.item(id: "item-0"))], hasMore: false, head: 1)
-        )
+            try await inbox.added(after: 0, limit: 10)
+                == FeedPage(items: [try #require(try await inbox.item(id: "item-0"))], hasMore: false, head: 1, version: 1))
+        #expect(try await main.head()?.version == 4, "an edit takes its own feed's next version")
         #expect(try await main.added(after: 2, limit: 10).items.map(\.id) == ["item-0"])
         #expect(try await main.older(than: nil, limit: 10).head == 3)
         #expect(try await feeds.feed(Self.inbox).head()?.position == 1, "a view made again reads the same feed")

@@ -129,25 +129,18 @@ import Testing
 
 /// A store whose reads of new items take a random while, so that live reads and refreshes
 /// overlap in every order.
-private struct JitteredReads: FeedSource {
+private struct JitteredReads: ForwardingFeed {
     let store: SQLiteFeed
+    var forwarded: any FeedSource { store }
 
     init(_ store: SQLiteFeed) {
         self.store = store
     }
 
-    func update(progress: @escaping ProgressSink) async throws -> FeedUpdate { try await store.update(progress: progress) }
-    func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
-        try await store.older(than: position, limit: limit)
-    }
     func added(after position: FeedPosition, limit: Int) async throws -> FeedPage {
         try await Task.sleep(for: .microseconds(Int.random(in: 0...3_000)))
         return try await store.added(after: position, limit: limit)
     }
-    func head() async throws -> FeedHead? { try await store.head() }
-    func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await store.publish(items) }
-    func item(id: String) async throws -> FeedItem? { try await store.item(id: id) }
-    func position(of id: String) async throws -> FeedPosition? { try await store.position(of: id) }
 }
 
 /// A stream that keeps its place in the session but writes nothing: the test reads the

@@ -24,7 +24,7 @@ struct PostgresFeedTests {
             id: "kept", title: "Kept", summary: "s", link: "https://example.com/kept", author: "a", published: Timestamp(milliseconds: 5))
         _ = try await instances[0].publish([item])
         #expect(try await instances[1].item(id: "kept") == item)
-        #expect(try await instances[2].head() == FeedHead(position: 1, item: item))
+        #expect(try await instances[2].head() == FeedHead(position: 1, item: item, version: 1))
     }
 
     @Test func aCommitReachesAnotherInstanceAndALostConnectionCatchesUpOnReturn() async throws {
@@ -272,7 +272,7 @@ struct PostgresFeedTests {
 
         // A new item whose COMMIT's answer is lost: the head it answers is the one stored.
         proxy.policy.set([.afterCommit])
-        let added = try await proxied.publishReportingHead([FeedItem(id: "cut-new", title: "new", published: Timestamp(milliseconds: 99))])
+        let added = try await proxied.publishing([FeedItem(id: "cut-new", title: "new", published: Timestamp(milliseconds: 99))])
         #expect(added.head?.position == 9 && added.head?.item.id == "cut-new")
         #expect(try await direct.head() == added.head)
     }
@@ -387,14 +387,14 @@ struct PostgresFeedTests {
         defer { running.cancel() }
         try await eventually("the listener connects") { listener.isListening }
 
-        let first = try await writer.feed(team).publishReportingHead(items(3, prefix: "team"))
+        let first = try await writer.feed(team).publishing(items(3, prefix: "team"))
         #expect(first.stored.count == 3)
-        #expect(first.head == FeedHead(position: 3, item: items(3, prefix: "team")[0]))
+        #expect(first.head == FeedHead(position: 3, item: items(3, prefix: "team")[0], version: 3))
         try await eventually("the notice's head arrives") { subscriber.known == [team: 3] }
         #expect(subscriber.heads[team] == first.head && subscriber.told == [team] && subscriber.woken.isEmpty)
 
-        // Replacing an item adds nothing: no head is made, none is notified.
-        let replaced = try await writer.feed(team).publishReportingHead([
+        // Replacing an item adds nothing: no head is made (its edit is told, not a head).
+        let replaced = try await writer.feed(team).publishing([
             FeedItem(id: "team-1", title: "again", published: Timestamp(milliseconds: 1))
         ])
         #expect(replaced.head == nil)
@@ -402,8 +402,8 @@ struct PostgresFeedTests {
         // An item whose notice would pass PostgreSQL's 8000 bytes travels without it.
         let long = FeedItem(
             id: "long", title: "Long", summary: String(repeating: "é", count: 4_000), published: Timestamp(milliseconds: 1_900_000_000_000))
-        let second = try await writer.feed(team).publishReportingHead([long])
-        #expect(second.head == FeedHead(position: 4, item: long))
+        let second = try await writer.feed(team).publishing([long])
+        #expect(second.head == FeedHead(position: 4, item: long, version: 5))
         try await eventually("the long head is read") { subscriber.known == [team: 4] }
         #expect(subscriber.woken == [team] && subscriber.heads[team]?.item == long)
         #expect(try await reader.feed(team).head() == second.head)
@@ -542,6 +542,10 @@ private final class FeedHeads: HeadSubscriber {
         guard let head = try? await store.feed(name).head() else { return }
         keep(head, of: name)
     }
+
+    /// Versions are not this subscriber's concern: notices of edits are dropped unread.
+    func knownVersion(of feed: FeedName) -> FeedVersion? { nil }
+    func feedChanged(in feed: FeedName, from: FeedVersion?, to version: FeedVersion, changes: [FeedChange]?) async {}
 
     func headMoved(in name: FeedName, to head: FeedHead) async {
         state.withLock { state in

@@ -397,7 +397,7 @@ private final class QuietListener: EventListener {
 }
 
 /// A store of many feeds whose heads are not read while `stalls` is set.
-private final class StallingStore: FeedStore, FeedSource {
+private final class StallingStore: FeedStore, ForwardingFeed {
     let stalls: Mutex<Bool>
     private let memory: MemoryFeed
     private let source: any FeedSource
@@ -418,6 +418,7 @@ private final class StallingStore: FeedStore, FeedSource {
     }
 
     func feed(_ name: FeedName) -> any FeedSource { name == .main ? self : StallingStore(self, name: name) }
+    var forwarded: any FeedSource { source }
 
     /// While stalled, a head is not read until the stall ends (or a minute passes).
     func head() async throws -> FeedHead? {
@@ -428,14 +429,6 @@ private final class StallingStore: FeedStore, FeedSource {
         return try await source.head()
     }
 
-    func update(progress: @escaping ProgressSink) async throws -> FeedUpdate { try await source.update(progress: progress) }
-    func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
-        try await source.older(than: position, limit: limit)
-    }
-    func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await source.added(after: position, limit: limit) }
-    func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await source.publish(items) }
-    func item(id: String) async throws -> FeedItem? { try await source.item(id: id) }
-    func position(of id: String) async throws -> FeedPosition? { try await source.position(of: id) }
 }
 
 extension EventLog.Replay {

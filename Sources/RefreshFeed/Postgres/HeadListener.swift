@@ -25,6 +25,8 @@ public final class HeadListener: Service, Sendable {
     private let news: any HeadSubscriber
     /// Heads notices carried, waiting to be handed to ``news``.
     private let carried = CarriedHeads()
+    /// What notices said changed, waiting to be handed to ``news`` in commit order.
+    private let carriedChanges = CarriedChanges()
     private let pollInterval: Duration
     private let heartbeat: Duration
     private let logger: Logger
@@ -122,6 +124,13 @@ public final class HeadListener: Service, Sendable {
                                 try await self.catchUpWatchedFeeds(on: connection)
                                 continue
                             }
+                            if let version = notice.version, let known = self.news.knownVersion(of: notice.feed), version > known {
+                                // In commit order, beside the notices that follow.
+                                let news = CarriedChanges.Notice(from: notice.from, version: version, changes: notice.changes)
+                                if self.carriedChanges.offer(news, in: notice.feed) {
+                                    handOvers.addTask { await self.handOverChanges(notice.feed) }
+                                }
+                            }
                             guard let known = self.news.knownHead(of: notice.feed), notice.head > known else { continue }
                             guard let item = notice.item else {
                                 // A burst of commits: the first read reaches the newest head.
@@ -129,7 +138,7 @@ public final class HeadListener: Service, Sendable {
                                 continue
                             }
                             // Handed over beside the notices that follow, coalesced per feed.
-                            if self.carried.offer(FeedHead(position: notice.head, item: item), in: notice.feed) {
+                            if self.carried.offer(FeedHead(position: notice.head, item: item, version: notice.version ?? 0), in: notice.feed) {
                                 handOvers.addTask { await self.handOver(notice.feed) }
                             }
                         }
@@ -149,6 +158,13 @@ public final class HeadListener: Service, Sendable {
         while let head = carried.next(in: feed, after: delivered) {
             await news.headMoved(in: feed, to: head)
             delivered = head.position
+        }
+    }
+
+    /// Tells the subscriber what changed in `feed`, notice after notice, in commit order.
+    private func handOverChanges(_ feed: FeedName) async {
+        while let notice = carriedChanges.next(in: feed) {
+            await news.feedChanged(in: feed, from: notice.from, to: notice.version, changes: notice.changes)
         }
     }
 
@@ -199,9 +215,13 @@ public final class HeadListener: Service, Sendable {
         await tell(try await feed.heads(of: watched, on: connection), of: watched)
     }
 
-    private func tell(_ heads: [FeedName: FeedPosition], of watched: [FeedName]) async {
+    private func tell(_ heads: [FeedName: (head: FeedPosition, version: FeedVersion)], of watched: [FeedName]) async {
         for name in watched where !Task.isCancelled {
-            if let known = news.knownHead(of: name), heads[name, default: 0] <= known { continue }
+            let now = heads[name] ?? (0, 0)
+            if let known = news.knownVersion(of: name), now.version > known {
+                await news.feedChanged(in: name, from: nil, to: now.version, changes: nil)
+            }
+            if let known = news.knownHead(of: name), now.head <= known { continue }
             await news.headMayHaveMoved(in: name)
         }
     }

@@ -41,6 +41,10 @@ extension PostgresFeed {
             return value
         case .failure(let error as CancellationError):
             throw error
+        case .failure(let error as FeedItemNotFound):
+            throw error
+        case .failure(let error as FeedVersionMismatch):
+            throw error
         case .failure(let error as FeedStoreUnavailable):
             logger.warning("PostgreSQL is not answering", metadata: ["while": "\(doing)"])
             throw error

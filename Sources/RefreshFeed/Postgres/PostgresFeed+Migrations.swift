@@ -228,6 +228,197 @@ extension PostgresFeed {
                 """#,
             ]
         ),
+        (
+            // Every stored change takes the feed's next version (items stored before take their
+            // positions as theirs); an edit in place or a removal is told to every instance in
+            // the commit's notice, `FEED HEAD VERSION {"from": …, "item": …, "changes": […]}`
+            // (`from`: the version before the commit; the JSON left out past 8000 bytes: whoever
+            // hears it reads what changed). A removal leaves a
+            // tombstone, kept until `--change-retention` passes; `horizon` is the newest version
+            // whose tombstone was forgotten. Writers take a feed's head row, as publishes did,
+            // so versions, like positions, commit in order.
+            "v6: versions and removals",
+            [
+                "ALTER TABLE item ADD COLUMN version bigint NOT NULL DEFAULT 0",
+                "UPDATE item SET version = position",
+                "CREATE INDEX item_version ON item (feed, version)",
+                "ALTER TABLE feed_head ADD COLUMN version bigint NOT NULL DEFAULT 0",
+                "ALTER TABLE feed_head ADD COLUMN horizon bigint NOT NULL DEFAULT 0",
+                "UPDATE feed_head SET version = position",
+                #"""
+                CREATE TABLE removal (
+                    feed text COLLATE "C" NOT NULL,
+                    position bigint NOT NULL,
+                    id text COLLATE "C" NOT NULL,
+                    version bigint NOT NULL,
+                    removed bigint NOT NULL,
+                    PRIMARY KEY (feed, position)
+                )
+                """#,
+                "CREATE INDEX removal_version ON removal (feed, version)",
+                "CREATE INDEX removal_id ON removal (feed, id)",
+                "CREATE INDEX removal_removed ON removal (removed)",
+                // What an edit or a removal tells the other instances: the change as JSON.
+                #"""
+                CREATE FUNCTION ptr_change_json(p_item jsonb, p_position bigint, p_version bigint) RETURNS jsonb
+                LANGUAGE sql IMMUTABLE AS $$
+                    SELECT jsonb_strip_nulls(jsonb_build_object(
+                        'id', p_item->>'id', 'title', p_item->>'title', 'summary', p_item->>'summary', 'link', p_item->>'link',
+                        'author', p_item->>'author', 'published', (p_item->>'published')::bigint, 'position', p_position, 'version', p_version))
+                $$
+                """#,
+                // The notice of a commit: the feed, its head and version, and when it fits, the
+                // newest item it added and the changes it made.
+                #"""
+                CREATE FUNCTION ptr_notify(p_channel text, p_feed text, p_head bigint, p_from bigint, p_version bigint, p_item jsonb,
+                    p_changes jsonb)
+                RETURNS void LANGUAGE plpgsql AS $$
+                DECLARE
+                    v_notice text;
+                BEGIN
+                    v_notice := p_feed || ' ' || p_head || ' ' || p_version || ' '
+                        || jsonb_strip_nulls(jsonb_build_object('from', p_from, 'item', p_item, 'changes', p_changes))::text;
+                    IF octet_length(v_notice) >= 8000 THEN
+                        v_notice := p_feed || ' ' || p_head || ' ' || p_version;
+                    END IF;
+                    PERFORM pg_notify(p_channel, v_notice);
+                END
+                $$
+                """#,
+                "DROP FUNCTION ptr_publish(text, jsonb, boolean, text, text)",
+                #"""
+                CREATE FUNCTION ptr_publish(p_feed text, p_items jsonb, p_replacing boolean, p_channel text, p_lock_timeout text)
+                RETURNS TABLE (added integer, transaction bigint, backend integer, head bigint, head_id text,
+                    item_positions bigint[], item_dates bigint[], item_versions bigint[], item_kinds integer[], version bigint)
+                LANGUAGE plpgsql AS $$
+                DECLARE
+                    v_head bigint;
+                    v_version bigint;
+                    v_from bigint;
+                    v_added integer := 0;
+                    v_item jsonb;
+                    v_id text;
+                    v_head_item jsonb;
+                    v_row item%ROWTYPE;
+                    v_date bigint;
+                    v_kind integer;
+                    v_positions bigint[] := '{}';
+                    v_dates bigint[] := '{}';
+                    v_versions bigint[] := '{}';
+                    v_kinds integer[] := '{}';
+                    v_changes jsonb := '[]';
+                BEGIN
+                    PERFORM set_config('lock_timeout', p_lock_timeout, true);
+                    -- Locks the feed's head row as FOR UPDATE would, creating it at 0 for the
+                    -- feed's first write; a second first writer waits for the first's commit.
+                    INSERT INTO feed_head AS h (feed, position) VALUES (p_feed, 0)
+                        ON CONFLICT (feed) DO UPDATE SET position = h.position
+                        RETURNING h.position, h.version INTO v_head, v_version;
+                    v_from := v_version;
+                    FOR v_item IN SELECT e.value FROM jsonb_array_elements(p_items) WITH ORDINALITY AS e(value, n) ORDER BY e.n LOOP
+                        v_id := v_item->>'id';
+                        SELECT * INTO v_row FROM item i WHERE i.feed = p_feed AND i.id = v_id;
+                        IF FOUND THEN
+                            v_kind := 0;
+                            v_date := v_row.published;
+                            IF NOT coalesce((v_item->>'keep_date')::boolean, false) THEN
+                                v_date := (v_item->>'published')::bigint;
+                            END IF;
+                            IF p_replacing AND (v_row.title, v_row.summary, v_row.link, v_row.author, v_row.published)
+                                IS DISTINCT FROM (v_item->>'title', v_item->>'summary', v_item->>'link', v_item->>'author', v_date) THEN
+                                v_version := v_version + 1;
+                                v_kind := 2;
+                                UPDATE item SET title = v_item->>'title', summary = v_item->>'summary', link = v_item->>'link',
+                                    author = v_item->>'author', published = v_date, version = v_version
+                                    WHERE feed = p_feed AND id = v_id;
+                                v_changes := v_changes || jsonb_build_array(ptr_change_json(
+                                    jsonb_set(v_item, '{published}', to_jsonb(v_date)), v_row.position, v_version));
+                                v_versions := v_versions || v_version;
+                            ELSE
+                                v_versions := v_versions || v_row.version;
+                                v_date := v_row.published;
+                            END IF;
+                            v_positions := v_positions || v_row.position;
+                            v_dates := v_dates || v_date;
+                        ELSE
+                            v_head := v_head + 1;
+                            v_version := v_version + 1;
+                            v_added := v_added + 1;
+                            v_kind := 1;
+                            v_head_item := ptr_change_json(v_item, v_head, v_version);
+                            v_date := (v_item->>'published')::bigint;
+                            INSERT INTO item (feed, id, title, summary, link, author, published, position, version)
+                                VALUES (p_feed, v_id, v_item->>'title', v_item->>'summary', v_item->>'link', v_item->>'author',
+                                    v_date, v_head, v_version);
+                            v_positions := v_positions || v_head;
+                            v_dates := v_dates || v_date;
+                            v_versions := v_versions || v_version;
+                        END IF;
+                        v_kinds := v_kinds || v_kind;
+                    END LOOP;
+                    IF v_added > 0 OR jsonb_array_length(v_changes) > 0 THEN
+                        UPDATE feed_head SET position = v_head, version = v_version WHERE feed = p_feed;
+                        PERFORM ptr_notify(p_channel, p_feed, v_head, v_from, v_version, v_head_item,
+                            CASE WHEN jsonb_array_length(v_changes) > 0 THEN v_changes END);
+                    END IF;
+                    RETURN QUERY SELECT v_added, txid_current(), pg_backend_pid(), v_head, v_head_item->>'id', v_positions, v_dates,
+                        v_versions, v_kinds, v_version;
+                END
+                $$
+                """#,
+                // An edit in place of one item, or its removal (`p_item` null), if it is at
+                // `p_if_version` when that is given. Answers `found`, the item's version before,
+                // and, when it changed, the change's version and the position.
+                #"""
+                CREATE FUNCTION ptr_change(p_feed text, p_id text, p_item jsonb, p_if_version bigint, p_channel text,
+                    p_lock_timeout text, p_now bigint)
+                RETURNS TABLE (found boolean, current_version bigint, version bigint, item_position bigint, head bigint,
+                    transaction bigint, backend integer)
+                LANGUAGE plpgsql AS $$
+                DECLARE
+                    v_head bigint;
+                    v_version bigint;
+                    v_row item%ROWTYPE;
+                    v_change jsonb;
+                BEGIN
+                    PERFORM set_config('lock_timeout', p_lock_timeout, true);
+                    SELECT h.position, h.version INTO v_head, v_version FROM feed_head h WHERE h.feed = p_feed FOR UPDATE;
+                    SELECT * INTO v_row FROM item i WHERE i.feed = p_feed AND i.id = p_id;
+                    IF NOT FOUND THEN
+                        RETURN QUERY SELECT false, 0::bigint, coalesce(v_version, 0), 0::bigint, coalesce(v_head, 0),
+                            txid_current(), pg_backend_pid();
+                        RETURN;
+                    END IF;
+                    IF p_if_version IS NOT NULL AND p_if_version <> v_row.version THEN
+                        RETURN QUERY SELECT true, v_row.version, v_version, v_row.position, v_head, txid_current(), pg_backend_pid();
+                        RETURN;
+                    END IF;
+                    IF p_item IS NULL THEN
+                        v_version := v_version + 1;
+                        DELETE FROM item WHERE feed = p_feed AND id = p_id;
+                        INSERT INTO removal (feed, position, id, version, removed) VALUES (p_feed, v_row.position, v_row.id, v_version, p_now)
+                            ON CONFLICT (feed, position) DO UPDATE SET id = excluded.id, version = excluded.version, removed = excluded.removed;
+                        v_change := jsonb_build_object('removed', v_row.id, 'position', v_row.position, 'version', v_version);
+                    ELSIF (v_row.title, v_row.summary, v_row.link, v_row.author, v_row.published)
+                        IS DISTINCT FROM (p_item->>'title', p_item->>'summary', p_item->>'link', p_item->>'author',
+                            (p_item->>'published')::bigint) THEN
+                        v_version := v_version + 1;
+                        UPDATE item SET title = p_item->>'title', summary = p_item->>'summary', link = p_item->>'link',
+                            author = p_item->>'author', published = (p_item->>'published')::bigint, version = v_version
+                            WHERE feed = p_feed AND id = p_id;
+                        v_change := ptr_change_json(p_item, v_row.position, v_version);
+                    ELSE
+                        RETURN QUERY SELECT true, v_row.version, v_row.version, v_row.position, v_head, txid_current(), pg_backend_pid();
+                        RETURN;
+                    END IF;
+                    UPDATE feed_head SET version = v_version WHERE feed = p_feed;
+                    PERFORM ptr_notify(p_channel, p_feed, v_head, v_version - 1, v_version, NULL, jsonb_build_array(v_change));
+                    RETURN QUERY SELECT true, v_row.version, v_version, v_row.position, v_head, txid_current(), pg_backend_pid();
+                END
+                $$
+                """#,
+            ]
+        ),
     ]
 
     /// Advisory lock keys: the schema's migration, and the upstream refresh.

@@ -13,10 +13,11 @@ struct UpstreamValidators: Sendable, Equatable {
 
 /// Where a refresh stores what it pulled, and what each feed said about its version.
 protocol UpstreamStore: Sendable {
-    /// Upserts by id in one transaction; answers how many ids were new. An item of
-    /// `undated` (its feed gave it no date) that is stored already keeps the date it was
-    /// first seen with, so a feed downloaded again does not move it to now.
-    func store(_ items: [FeedItem], keepingDatesOf undated: Set<ItemKey>) async throws -> Int
+    /// Upserts by id in one transaction: a new id is added, a known one whose fields changed
+    /// is edited in place, one unchanged is left as it is. An item of `undated` (its feed
+    /// gave it no date) that is stored already keeps the date it was first seen with, so a
+    /// feed downloaded again does not move it to now.
+    func store(_ items: [FeedItem], keepingDatesOf undated: Set<ItemKey>) async throws -> FeedWrite
     func validators(for url: String) async throws -> UpstreamValidators
     func saveValidators(_ validators: UpstreamValidators, for url: String) async throws
 }
@@ -132,7 +133,9 @@ public final class UpstreamSet: Sendable {
         let admitted = admit(entries, base: URL(string: url))
         let skipped = admitted.skipped == 0 ? "" : " (\(admitted.skipped) skipped: over the item limits)"
         report(0.92, "storing", "Storing \(admitted.items.count) items from \(host)…\(skipped)")
-        let added = try await store.store(admitted.items, keepingDatesOf: admitted.undated)
+        let written = try await store.store(admitted.items, keepingDatesOf: admitted.undated)
+        let added = written.added
+        if !written.changes.isEmpty { metrics?.upstreamItemsEdited(written.changes.count) }
         try await store.saveValidators(newValidators, for: url)
         report(1, "done", (added == 0 ? "\(host) has nothing new" : "\(added) new from \(host)") + skipped)
         return added

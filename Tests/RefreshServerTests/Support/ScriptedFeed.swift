@@ -18,7 +18,7 @@ final class Gate: Sendable {
 
 /// A memory feed whose update takes its time in steps, counts its calls, and can fail or
 /// hang, so tests can watch progress, share flights, cancel and time out.
-final class ScriptedFeed: FeedSource {
+final class ScriptedFeed: ForwardingFeed {
     enum Behaviour: Sendable {
         case steps(Int, every: Duration)
         case fail(String)
@@ -51,6 +51,7 @@ final class ScriptedFeed: FeedSource {
     }
 
     var updateCalls: Int { calls.withLock { $0 } }
+    var forwarded: any FeedSource { memory }
 
     func update(progress: @escaping ProgressSink) async throws -> FeedUpdate {
         calls.withLock { $0 += 1 }
@@ -79,14 +80,10 @@ final class ScriptedFeed: FeedSource {
         try await olderGate?.wait()
         return try await memory.older(than: position, limit: limit)
     }
-    func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await memory.added(after: position, limit: limit) }
     func head() async throws -> FeedHead? {
         if headFails, case .fail(let message) = behaviour { throw Failure(description: message) }
         return try await memory.head()
     }
-    func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }
-    func item(id: String) async throws -> FeedItem? { try await memory.item(id: id) }
-    func position(of id: String) async throws -> FeedPosition? { try await memory.position(of: id) }
 }
 
 func items(_ count: Int, from newest: Int64 = 1_800_000_000_000, prefix: String = "item") -> [FeedItem] {
