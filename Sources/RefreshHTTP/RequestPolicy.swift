@@ -200,16 +200,19 @@ package struct RequestPolicy: Sendable {
     package static func isJSON(_ contentType: String) -> Bool {
         var value = contentType.utf8[...]
         while let first = value.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { value = value.dropFirst() }
-        guard startsIgnoringCase(value, "application/json") else { return false }
-        let rest = value.dropFirst(16)
-        guard let next = rest.first else { return true }
-        return next == UInt8(ascii: ";") || next == UInt8(ascii: " ") || next == UInt8(ascii: "\t")
+        // A JSON merge patch (RFC 7396) is JSON too; neither can be sent cross-origin without a preflight.
+        for type in ["application/json", "application/merge-patch+json"] where startsIgnoringCase(value, type) {
+            let rest = value.dropFirst(type.utf8.count)
+            guard let next = rest.first else { return true }
+            return next == UInt8(ascii: ";") || next == UInt8(ascii: " ") || next == UInt8(ascii: "\t")
+        }
+        return false
     }
 
     // MARK: - Preflight
 
     /// The request headers a cross-origin page may send.
-    package static let allowedHeaders = "Content-Type, Authorization, Last-Event-ID, X-Request-ID"
+    package static let allowedHeaders = "Content-Type, Authorization, Last-Event-ID, X-Request-ID, If-Match, If-None-Match"
     /// How long a browser may keep a preflight's answer, in seconds.
     package static let preflightMaxAge = "600"
 }

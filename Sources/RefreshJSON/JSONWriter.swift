@@ -72,6 +72,13 @@ public struct JSONWriter {
         needsComma = true
     }
 
+    /// A value already encoded as JSON by this writer, written as it is.
+    @inlinable public mutating func encoded(_ json: ByteBuffer) {
+        separate()
+        buffer.writeImmutableBuffer(json)
+        needsComma = true
+    }
+
     @inlinable public mutating func null() {
         separate()
         buffer.writeStaticString("null")

@@ -66,7 +66,7 @@ public enum RefreshApplication {
                 onServerRunning: onServerRunning))
         let maintenance = SessionMaintenance(
             sessions: parts.sessions, feeds: parts.feeds, keepaliveInterval: configuration.keepaliveInterval,
-            catchUpInterval: listener == nil ? configuration.keepaliveInterval : nil)
+            catchUpInterval: listener == nil ? configuration.keepaliveInterval : nil, changeRetention: configuration.changeRetention)
         let groupCloser: [any Service] = ownGroup.map { [EventLoopGroupCloser(group: $0)] } ?? []
         return ServiceGroup(
             configuration: .init(services: groupCloser + store.services + (listener.map { [$0] } ?? []) + [maintenance, server], logger: logger))

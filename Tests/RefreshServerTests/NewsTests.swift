@@ -141,6 +141,10 @@ import Testing
             let (id, stream) = try await showingFirstPage(server, news: "badge")
             try await publish(server, [("item-1", "Edited title", 1)])
             _ = try await server.sample(id, seq: 1, y: 0, phase: "scroll")
+            // An edit in place, which the page shows: told as a change, never as news.
+            let edit = try await stream.nextEvent()
+            #expect(edit.event == "changes")
+            #expect(((edit.json["changes"] as? [[String: Any]])?.first?["item"] as? [String: Any])?["title"] as? String == "Edited title")
             #expect(try await stream.nextEvent().event == "state", "an upsert takes no position: nothing new")
         }
     }
@@ -266,8 +270,9 @@ import Testing
 }
 
 /// A memory feed whose first read of new items waits until the test lets it go.
-private final class GatedFeed: FeedSource {
+private final class GatedFeed: ForwardingFeed {
     let memory: MemoryFeed
+    var forwarded: any FeedSource { memory }
     private let reads = Mutex(0)
     private let started = AsyncStream<Void>.makeStream()
     private let gate = AsyncStream<Void>.makeStream()
@@ -299,19 +304,12 @@ private final class GatedFeed: FeedSource {
         return page
     }
 
-    func update(progress: @escaping ProgressSink) async throws -> FeedUpdate { try await memory.update(progress: progress) }
-    func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
-        try await memory.older(than: position, limit: limit)
-    }
-    func head() async throws -> FeedHead? { try await memory.head() }
-    func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }
-    func item(id: String) async throws -> FeedItem? { try await memory.item(id: id) }
-    func position(of id: String) async throws -> FeedPosition? { try await memory.position(of: id) }
 }
 
 /// A feed whose update stores what its upstream has, as `UpstreamSet` does.
-private final class UpstreamFeed: FeedSource {
+private final class UpstreamFeed: ForwardingFeed {
     let memory: MemoryFeed
+    var forwarded: any FeedSource { memory }
     let upstream: [FeedItem]
 
     init(stored: [FeedItem], upstream: [FeedItem]) {
@@ -326,14 +324,6 @@ private final class UpstreamFeed: FeedSource {
         return FeedUpdate(added: added, message: "\(added) new")
     }
 
-    func older(than position: FeedPosition?, limit: Int) async throws -> FeedPage {
-        try await memory.older(than: position, limit: limit)
-    }
-    func added(after position: FeedPosition, limit: Int) async throws -> FeedPage { try await memory.added(after: position, limit: limit) }
-    func head() async throws -> FeedHead? { try await memory.head() }
-    func publish(_ items: [FeedItem]) async throws -> [FeedItem] { try await memory.publish(items) }
-    func item(id: String) async throws -> FeedItem? { try await memory.item(id: id) }
-    func position(of id: String) async throws -> FeedPosition? { try await memory.position(of: id) }
 }
 
 /// The log keeps the newest `state` and `news` outside its ring and puts them back in id

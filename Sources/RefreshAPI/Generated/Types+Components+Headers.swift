@@ -20,6 +20,10 @@ package import struct Foundation.Date
 extension Components {
     /// Types generated from the `#/components/headers` section of the OpenAPI document.
     package enum Headers {
+        /// The item's version, quoted (`"12"`): what `If-Match` names to change this version only.
+        ///
+        /// - Remark: Generated from `#/components/headers/ItemETag`.
+        package typealias ItemETag = Swift.String
         /// The request's `Origin`, when it is a `--cors-origin` (with `Vary: Origin`).
         ///
         /// - Remark: Generated from `#/components/headers/AccessControlAllowOrigin`.

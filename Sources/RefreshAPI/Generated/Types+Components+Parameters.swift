@@ -36,5 +36,17 @@ extension Components {
         package typealias After = Swift.String
         /// - Remark: Generated from `#/components/parameters/Limit`.
         package typealias Limit = Swift.Int
+        /// The item's id, percent-encoded as a path segment (compared by its bytes).
+        ///
+        /// - Remark: Generated from `#/components/parameters/ItemID`.
+        package typealias ItemID = Swift.String
+        /// The versions (`"12"`, as `ETag` gives them; `*` for any) the item must be at for the write to be made; any other is `412 precondition_failed` and nothing changes.
+        ///
+        /// - Remark: Generated from `#/components/parameters/IfMatch`.
+        package typealias IfMatch = Swift.String
+        /// A version (`"12"`) the client holds: `304` while the item is still at it.
+        ///
+        /// - Remark: Generated from `#/components/parameters/IfNoneMatch`.
+        package typealias IfNoneMatch = Swift.String
     }
 }

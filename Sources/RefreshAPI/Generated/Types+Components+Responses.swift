@@ -20,6 +20,111 @@ package import struct Foundation.Date
 extension Components {
     /// Types generated from the `#/components/responses` section of the OpenAPI document.
     package enum Responses {
+        package struct OneItem: Sendable, Hashable {
+            /// - Remark: Generated from `#/components/responses/OneItem/headers`.
+            package struct Headers: Sendable, Hashable {
+                /// The item's version, quoted (`"12"`): what `If-Match` names to change this version only.
+                ///
+                /// - Remark: Generated from `#/components/responses/OneItem/headers/ETag`.
+                package var eTag: Components.Headers.ItemETag?
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - eTag: The item's version, quoted (`"12"`): what `If-Match` names to change this version only.
+                package init(eTag: Components.Headers.ItemETag? = nil) {
+                    self.eTag = eTag
+                }
+            }
+            /// Received HTTP response headers
+            package var headers: Components.Responses.OneItem.Headers
+            /// - Remark: Generated from `#/components/responses/OneItem/content`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/components/responses/OneItem/content/application\/json`.
+                case json(Components.Schemas.Item)
+                /// The associated value of the enum case if `self` is `.json`.
+                ///
+                /// - Throws: An error if `self` is not `.json`.
+                /// - SeeAlso: `.json`.
+                package var json: Components.Schemas.Item {
+                    get throws {
+                        switch self {
+                        case let .json(body):
+                            return body
+                        }
+                    }
+                }
+            }
+            /// Received HTTP response body
+            package var body: Components.Responses.OneItem.Body
+            /// Creates a new `OneItem`.
+            ///
+            /// - Parameters:
+            ///   - headers: Received HTTP response headers
+            ///   - body: Received HTTP response body
+            package init(
+                headers: Components.Responses.OneItem.Headers = .init(),
+                body: Components.Responses.OneItem.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        package struct PreconditionFailed: Sendable, Hashable {
+            /// - Remark: Generated from `#/components/responses/PreconditionFailed/content`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/components/responses/PreconditionFailed/content/application\/json`.
+                case json(Components.Schemas._Error)
+                /// The associated value of the enum case if `self` is `.json`.
+                ///
+                /// - Throws: An error if `self` is not `.json`.
+                /// - SeeAlso: `.json`.
+                package var json: Components.Schemas._Error {
+                    get throws {
+                        switch self {
+                        case let .json(body):
+                            return body
+                        }
+                    }
+                }
+            }
+            /// Received HTTP response body
+            package var body: Components.Responses.PreconditionFailed.Body
+            /// Creates a new `PreconditionFailed`.
+            ///
+            /// - Parameters:
+            ///   - body: Received HTTP response body
+            package init(body: Components.Responses.PreconditionFailed.Body) {
+                self.body = body
+            }
+        }
+        package struct EditConflict: Sendable, Hashable {
+            /// - Remark: Generated from `#/components/responses/EditConflict/content`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/components/responses/EditConflict/content/application\/json`.
+                case json(Components.Schemas._Error)
+                /// The associated value of the enum case if `self` is `.json`.
+                ///
+                /// - Throws: An error if `self` is not `.json`.
+                /// - SeeAlso: `.json`.
+                package var json: Components.Schemas._Error {
+                    get throws {
+                        switch self {
+                        case let .json(body):
+                            return body
+                        }
+                    }
+                }
+            }
+            /// Received HTTP response body
+            package var body: Components.Responses.EditConflict.Body
+            /// Creates a new `EditConflict`.
+            ///
+            /// - Parameters:
+            ///   - body: Received HTTP response body
+            package init(body: Components.Responses.EditConflict.Body) {
+                self.body = body
+            }
+        }
         package struct ItemsPage: Sendable, Hashable {
             /// - Remark: Generated from `#/components/responses/ItemsPage/content`.
             @frozen package enum Body: Sendable, Hashable {

@@ -89,6 +89,10 @@ extension Components {
                 ///
                 /// - Remark: Generated from `#/components/schemas/SessionRequest/resume/oldest`.
                 package var oldest: Swift.String
+                /// The `version` of the last `items` or `changes` event the list took: the new session tells it what changed in its rows since.
+                ///
+                /// - Remark: Generated from `#/components/schemas/SessionRequest/resume/version`.
+                package var version: Swift.Int?
                 /// The `head` of the first `items` event of the list (its first page): paging down goes only through items at or below it. At most `head`; `head` when absent.
                 ///
                 /// - Remark: Generated from `#/components/schemas/SessionRequest/resume/pagedThrough`.
@@ -98,19 +102,23 @@ extension Components {
                 /// - Parameters:
                 ///   - head: The `head` of the last `items` event that brought the list up to date.
                 ///   - oldest: The id of the last item the list shows.
+                ///   - version: The `version` of the last `items` or `changes` event the list took: the new session tells it what changed in its rows since.
                 ///   - pagedThrough: The `head` of the first `items` event of the list (its first page): paging down goes only through items at or below it. At most `head`; `head` when absent.
                 package init(
                     head: Swift.Int,
                     oldest: Swift.String,
+                    version: Swift.Int? = nil,
                     pagedThrough: Swift.Int? = nil
                 ) {
                     self.head = head
                     self.oldest = oldest
+                    self.version = version
                     self.pagedThrough = pagedThrough
                 }
                 package enum CodingKeys: String, CodingKey {
                     case head
                     case oldest
+                    case version
                     case pagedThrough
                 }
                 package init(from decoder: any Swift.Decoder) throws {
@@ -123,6 +131,10 @@ extension Components {
                         Swift.String.self,
                         forKey: .oldest
                     )
+                    self.version = try container.decodeIfPresent(
+                        Swift.Int.self,
+                        forKey: .version
+                    )
                     self.pagedThrough = try container.decodeIfPresent(
                         Swift.Int.self,
                         forKey: .pagedThrough
@@ -130,6 +142,7 @@ extension Components {
                     try decoder.ensureNoAdditionalProperties(knownKeys: [
                         "head",
                         "oldest",
+                        "version",
                         "pagedThrough"
                     ])
                 }
@@ -237,25 +250,33 @@ extension Components {
                 ///
                 /// - Remark: Generated from `#/components/schemas/Session/firstPage/head`.
                 package var head: Swift.Int
+                /// The feed's version the page's rows are as of, as an `items` event's `version`.
+                ///
+                /// - Remark: Generated from `#/components/schemas/Session/firstPage/version`.
+                package var version: Swift.Int?
                 /// Creates a new `FirstPagePayload`.
                 ///
                 /// - Parameters:
                 ///   - items:
                 ///   - hasMore: Older items remain.
                 ///   - head: The feed position the page has seen everything up to, as an `items` event's `head`.
+                ///   - version: The feed's version the page's rows are as of, as an `items` event's `version`.
                 package init(
                     items: [Components.Schemas.Item],
                     hasMore: Swift.Bool,
-                    head: Swift.Int
+                    head: Swift.Int,
+                    version: Swift.Int? = nil
                 ) {
                     self.items = items
                     self.hasMore = hasMore
                     self.head = head
+                    self.version = version
                 }
                 package enum CodingKeys: String, CodingKey {
                     case items
                     case hasMore
                     case head
+                    case version
                 }
             }
             /// Present when `firstPage` was asked for and the list starts over: the feed's newest items, as the `items` of a first load-more would bring them.
@@ -951,6 +972,13 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Item/position`.
             package var position: Swift.Int?
+            /// The feed's change that made the item as it is (its publish or its last edit): every
+            /// change of a feed (a publish, an edit, a removal) takes the feed's next version. The
+            /// item's `ETag` is this, quoted.
+            ///
+            ///
+            /// - Remark: Generated from `#/components/schemas/Item/version`.
+            package var version: Swift.Int?
             /// Creates a new `Item`.
             ///
             /// - Parameters:
@@ -961,6 +989,7 @@ extension Components {
             ///   - author:
             ///   - published:
             ///   - position: Where the item stands in its feed: the order the feed gained its items (1, 2, 3…), which
+            ///   - version: The feed's change that made the item as it is (its publish or its last edit): every
             package init(
                 id: Swift.String,
                 title: Swift.String,
@@ -968,7 +997,8 @@ extension Components {
                 link: Swift.String? = nil,
                 author: Swift.String? = nil,
                 published: Foundation.Date,
-                position: Swift.Int? = nil
+                position: Swift.Int? = nil,
+                version: Swift.Int? = nil
             ) {
                 self.id = id
                 self.title = title
@@ -977,6 +1007,7 @@ extension Components {
                 self.author = author
                 self.published = published
                 self.position = position
+                self.version = version
             }
             package enum CodingKeys: String, CodingKey {
                 case id
@@ -986,6 +1017,7 @@ extension Components {
                 case author
                 case published
                 case position
+                case version
             }
             package init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -1017,6 +1049,10 @@ extension Components {
                     Swift.Int.self,
                     forKey: .position
                 )
+                self.version = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .version
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "id",
                     "title",
@@ -1024,7 +1060,8 @@ extension Components {
                     "link",
                     "author",
                     "published",
-                    "position"
+                    "position",
+                    "version"
                 ])
             }
         }
@@ -1045,6 +1082,8 @@ extension Components {
             /// - Remark: Generated from `#/components/schemas/StreamEvent/case5`.
             case NewsEvent(Components.Schemas.NewsEvent)
             /// - Remark: Generated from `#/components/schemas/StreamEvent/case6`.
+            case ChangesEvent(Components.Schemas.ChangesEvent)
+            /// - Remark: Generated from `#/components/schemas/StreamEvent/case7`.
             case ResetEvent(Components.Schemas.ResetEvent)
             package init(from decoder: any Swift.Decoder) throws {
                 var errors: [any Swift.Error] = []
@@ -1079,6 +1118,12 @@ extension Components {
                     errors.append(error)
                 }
                 do {
+                    self = .ChangesEvent(try .init(from: decoder))
+                    return
+                } catch {
+                    errors.append(error)
+                }
+                do {
                     self = .ResetEvent(try .init(from: decoder))
                     return
                 } catch {
@@ -1101,6 +1146,8 @@ extension Components {
                 case let .DoneEvent(value):
                     try value.encode(to: encoder)
                 case let .NewsEvent(value):
+                    try value.encode(to: encoder)
+                case let .ChangesEvent(value):
                     try value.encode(to: encoder)
                 case let .ResetEvent(value):
                     try value.encode(to: encoder)
@@ -1322,6 +1369,10 @@ extension Components {
                 ///
                 /// - Remark: Generated from `#/components/schemas/ItemsEvent/data/head`.
                 package var head: Swift.Int?
+                /// The feed's version the list's rows are as of once these are in.
+                ///
+                /// - Remark: Generated from `#/components/schemas/ItemsEvent/data/version`.
+                package var version: Swift.Int?
                 /// Creates a new `DataPayload`.
                 ///
                 /// - Parameters:
@@ -1330,18 +1381,21 @@ extension Components {
                 ///   - items:
                 ///   - hasMore: Older items remain below.
                 ///   - head: The feed position the list is now up to date with (first page, refresh, live items).
+                ///   - version: The feed's version the list's rows are as of once these are in.
                 package init(
                     actionId: Swift.String? = nil,
                     op: Components.Schemas.ItemsEvent.DataPayload.OpPayload,
                     items: [Components.Schemas.Item],
                     hasMore: Swift.Bool,
-                    head: Swift.Int? = nil
+                    head: Swift.Int? = nil,
+                    version: Swift.Int? = nil
                 ) {
                     self.actionId = actionId
                     self.op = op
                     self.items = items
                     self.hasMore = hasMore
                     self.head = head
+                    self.version = version
                 }
                 package enum CodingKeys: String, CodingKey {
                     case actionId
@@ -1349,6 +1403,7 @@ extension Components {
                     case items
                     case hasMore
                     case head
+                    case version
                 }
                 package init(from decoder: any Swift.Decoder) throws {
                     let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -1372,12 +1427,17 @@ extension Components {
                         Swift.Int.self,
                         forKey: .head
                     )
+                    self.version = try container.decodeIfPresent(
+                        Swift.Int.self,
+                        forKey: .version
+                    )
                     try decoder.ensureNoAdditionalProperties(knownKeys: [
                         "actionId",
                         "op",
                         "items",
                         "hasMore",
-                        "head"
+                        "head",
+                        "version"
                     ])
                 }
             }
@@ -1560,7 +1620,7 @@ extension Components {
             package var id: Components.Schemas.EventID
             /// - Remark: Generated from `#/components/schemas/NewsEvent/data`.
             package struct DataPayload: Codable, Hashable, Sendable {
-                /// Items the page does not show yet.
+                /// Items the page does not show yet, that the feed still holds (0: they were all removed).
                 ///
                 /// - Remark: Generated from `#/components/schemas/NewsEvent/data/count`.
                 package var count: Swift.Int
@@ -1620,7 +1680,7 @@ extension Components {
                 /// Creates a new `DataPayload`.
                 ///
                 /// - Parameters:
-                ///   - count: Items the page does not show yet.
+                ///   - count: Items the page does not show yet, that the feed still holds (0: they were all removed).
                 ///   - newest:
                 ///   - head:
                 package init(
@@ -1698,6 +1758,303 @@ extension Components {
                     "event",
                     "id",
                     "data"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/ChangesEvent`.
+        package struct ChangesEvent: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ChangesEvent/event`.
+            package var event: OpenAPIRuntime.OpenAPIValueContainer
+            /// - Remark: Generated from `#/components/schemas/ChangesEvent/id`.
+            package var id: Components.Schemas.EventID
+            /// - Remark: Generated from `#/components/schemas/ChangesEvent/data`.
+            package struct DataPayload: Codable, Hashable, Sendable {
+                /// The feed's version the page's rows are as of once these are applied.
+                ///
+                /// - Remark: Generated from `#/components/schemas/ChangesEvent/data/version`.
+                package var version: Swift.Int
+                /// Edits and removals of rows the page shows, in version order, each once.
+                ///
+                /// - Remark: Generated from `#/components/schemas/ChangesEvent/data/changes`.
+                package var changes: [Components.Schemas.Change]
+                /// Creates a new `DataPayload`.
+                ///
+                /// - Parameters:
+                ///   - version: The feed's version the page's rows are as of once these are applied.
+                ///   - changes: Edits and removals of rows the page shows, in version order, each once.
+                package init(
+                    version: Swift.Int,
+                    changes: [Components.Schemas.Change]
+                ) {
+                    self.version = version
+                    self.changes = changes
+                }
+                package enum CodingKeys: String, CodingKey {
+                    case version
+                    case changes
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    let container = try decoder.container(keyedBy: CodingKeys.self)
+                    self.version = try container.decode(
+                        Swift.Int.self,
+                        forKey: .version
+                    )
+                    self.changes = try container.decode(
+                        [Components.Schemas.Change].self,
+                        forKey: .changes
+                    )
+                    try decoder.ensureNoAdditionalProperties(knownKeys: [
+                        "version",
+                        "changes"
+                    ])
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/ChangesEvent/data`.
+            package var data: Components.Schemas.ChangesEvent.DataPayload
+            /// Creates a new `ChangesEvent`.
+            ///
+            /// - Parameters:
+            ///   - event:
+            ///   - id:
+            ///   - data:
+            package init(
+                event: OpenAPIRuntime.OpenAPIValueContainer,
+                id: Components.Schemas.EventID,
+                data: Components.Schemas.ChangesEvent.DataPayload
+            ) {
+                self.event = event
+                self.id = id
+                self.data = data
+            }
+            package enum CodingKeys: String, CodingKey {
+                case event
+                case id
+                case data
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.event = try container.decode(
+                    OpenAPIRuntime.OpenAPIValueContainer.self,
+                    forKey: .event
+                )
+                self.id = try container.decode(
+                    Components.Schemas.EventID.self,
+                    forKey: .id
+                )
+                self.data = try container.decode(
+                    Components.Schemas.ChangesEvent.DataPayload.self,
+                    forKey: .data
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "event",
+                    "id",
+                    "data"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Change`.
+        @frozen package enum Change: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Change/case1`.
+            package struct Case1Payload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Change/case1/op`.
+                package var op: OpenAPIRuntime.OpenAPIValueContainer
+                /// - Remark: Generated from `#/components/schemas/Change/case1/item`.
+                package var item: Components.Schemas.Item
+                /// Creates a new `Case1Payload`.
+                ///
+                /// - Parameters:
+                ///   - op:
+                ///   - item:
+                package init(
+                    op: OpenAPIRuntime.OpenAPIValueContainer,
+                    item: Components.Schemas.Item
+                ) {
+                    self.op = op
+                    self.item = item
+                }
+                package enum CodingKeys: String, CodingKey {
+                    case op
+                    case item
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    let container = try decoder.container(keyedBy: CodingKeys.self)
+                    self.op = try container.decode(
+                        OpenAPIRuntime.OpenAPIValueContainer.self,
+                        forKey: .op
+                    )
+                    self.item = try container.decode(
+                        Components.Schemas.Item.self,
+                        forKey: .item
+                    )
+                    try decoder.ensureNoAdditionalProperties(knownKeys: [
+                        "op",
+                        "item"
+                    ])
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Change/case1`.
+            case case1(Components.Schemas.Change.Case1Payload)
+            /// - Remark: Generated from `#/components/schemas/Change/case2`.
+            package struct Case2Payload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Change/case2/op`.
+                package var op: OpenAPIRuntime.OpenAPIValueContainer
+                /// - Remark: Generated from `#/components/schemas/Change/case2/id`.
+                package var id: Swift.String
+                /// - Remark: Generated from `#/components/schemas/Change/case2/position`.
+                package var position: Swift.Int
+                /// - Remark: Generated from `#/components/schemas/Change/case2/version`.
+                package var version: Swift.Int
+                /// Creates a new `Case2Payload`.
+                ///
+                /// - Parameters:
+                ///   - op:
+                ///   - id:
+                ///   - position:
+                ///   - version:
+                package init(
+                    op: OpenAPIRuntime.OpenAPIValueContainer,
+                    id: Swift.String,
+                    position: Swift.Int,
+                    version: Swift.Int
+                ) {
+                    self.op = op
+                    self.id = id
+                    self.position = position
+                    self.version = version
+                }
+                package enum CodingKeys: String, CodingKey {
+                    case op
+                    case id
+                    case position
+                    case version
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    let container = try decoder.container(keyedBy: CodingKeys.self)
+                    self.op = try container.decode(
+                        OpenAPIRuntime.OpenAPIValueContainer.self,
+                        forKey: .op
+                    )
+                    self.id = try container.decode(
+                        Swift.String.self,
+                        forKey: .id
+                    )
+                    self.position = try container.decode(
+                        Swift.Int.self,
+                        forKey: .position
+                    )
+                    self.version = try container.decode(
+                        Swift.Int.self,
+                        forKey: .version
+                    )
+                    try decoder.ensureNoAdditionalProperties(knownKeys: [
+                        "op",
+                        "id",
+                        "position",
+                        "version"
+                    ])
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Change/case2`.
+            case case2(Components.Schemas.Change.Case2Payload)
+            package init(from decoder: any Swift.Decoder) throws {
+                var errors: [any Swift.Error] = []
+                do {
+                    self = .case1(try .init(from: decoder))
+                    return
+                } catch {
+                    errors.append(error)
+                }
+                do {
+                    self = .case2(try .init(from: decoder))
+                    return
+                } catch {
+                    errors.append(error)
+                }
+                throw Swift.DecodingError.failedToDecodeOneOfSchema(
+                    type: Self.self,
+                    codingPath: decoder.codingPath,
+                    errors: errors
+                )
+            }
+            package func encode(to encoder: any Swift.Encoder) throws {
+                switch self {
+                case let .case1(value):
+                    try value.encode(to: encoder)
+                case let .case2(value):
+                    try value.encode(to: encoder)
+                }
+            }
+        }
+        /// A JSON merge patch of an item (RFC 7396).
+        ///
+        /// - Remark: Generated from `#/components/schemas/ItemPatch`.
+        package struct ItemPatch: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ItemPatch/title`.
+            package var title: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ItemPatch/summary`.
+            package var summary: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ItemPatch/link`.
+            package var link: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ItemPatch/author`.
+            package var author: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ItemPatch/published`.
+            package var published: Foundation.Date?
+            /// Creates a new `ItemPatch`.
+            ///
+            /// - Parameters:
+            ///   - title:
+            ///   - summary:
+            ///   - link:
+            ///   - author:
+            ///   - published:
+            package init(
+                title: Swift.String? = nil,
+                summary: Swift.String? = nil,
+                link: Swift.String? = nil,
+                author: Swift.String? = nil,
+                published: Foundation.Date? = nil
+            ) {
+                self.title = title
+                self.summary = summary
+                self.link = link
+                self.author = author
+                self.published = published
+            }
+            package enum CodingKeys: String, CodingKey {
+                case title
+                case summary
+                case link
+                case author
+                case published
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.title = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .title
+                )
+                self.summary = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .summary
+                )
+                self.link = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .link
+                )
+                self.author = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .author
+                )
+                self.published = try container.decodeIfPresent(
+                    Foundation.Date.self,
+                    forKey: .published
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "title",
+                    "summary",
+                    "link",
+                    "author",
+                    "published"
                 ])
             }
         }

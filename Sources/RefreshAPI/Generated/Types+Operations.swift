@@ -3380,6 +3380,1380 @@ package enum Operations {
             }
         }
     }
+    /// One item of the feed `main`, with its version as `ETag`
+    ///
+    /// - Remark: HTTP `GET /api/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/items/{item}/get(getItem)`.
+    package enum GetItem {
+        package static let id: Swift.String = "getItem"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/items/{item}/GET/path`.
+            package struct Path: Sendable, Hashable {
+                /// The item's id, percent-encoded as a path segment (compared by its bytes).
+                ///
+                /// - Remark: Generated from `#/paths/api/items/{item}/GET/path/item`.
+                package var item: Components.Parameters.ItemID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - item: The item's id, percent-encoded as a path segment (compared by its bytes).
+                package init(item: Components.Parameters.ItemID) {
+                    self.item = item
+                }
+            }
+            package var path: Operations.GetItem.Input.Path
+            /// - Remark: Generated from `#/paths/api/items/{item}/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                /// A version (`"12"`) the client holds: `304` while the item is still at it.
+                ///
+                /// - Remark: Generated from `#/paths/api/items/{item}/GET/header/If-None-Match`.
+                package var ifNoneMatch: Components.Parameters.IfNoneMatch?
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetItem.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - ifNoneMatch: A version (`"12"`) the client holds: `304` while the item is still at it.
+                ///   - accept:
+                package init(
+                    ifNoneMatch: Components.Parameters.IfNoneMatch? = nil,
+                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetItem.AcceptableContentType>] = .defaultValues()
+                ) {
+                    self.ifNoneMatch = ifNoneMatch
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.GetItem.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            package init(
+                path: Operations.GetItem.Input.Path,
+                headers: Operations.GetItem.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            /// The item as stored.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/get(getItem)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Components.Responses.OneItem)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Components.Responses.OneItem {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct NotModified: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/items/{item}/GET/responses/304/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// The item's version, quoted (`"12"`): what `If-Match` names to change this version only.
+                    ///
+                    /// - Remark: Generated from `#/paths/api/items/{item}/GET/responses/304/headers/ETag`.
+                    package var eTag: Components.Headers.ItemETag?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - eTag: The item's version, quoted (`"12"`): what `If-Match` names to change this version only.
+                    package init(eTag: Components.Headers.ItemETag? = nil) {
+                        self.eTag = eTag
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.GetItem.Output.NotModified.Headers
+                /// Creates a new `NotModified`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                package init(headers: Operations.GetItem.Output.NotModified.Headers = .init()) {
+                    self.headers = headers
+                }
+            }
+            /// The item is still the version `If-None-Match` names.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/get(getItem)/responses/304`.
+            ///
+            /// HTTP response code: `304 notModified`.
+            case notModified(Operations.GetItem.Output.NotModified)
+            /// The associated value of the enum case if `self` is `.notModified`.
+            ///
+            /// - Throws: An error if `self` is not `.notModified`.
+            /// - SeeAlso: `.notModified`.
+            package var notModified: Operations.GetItem.Output.NotModified {
+                get throws {
+                    switch self {
+                    case let .notModified(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notModified",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Malformed JSON (a member name given twice included), a wrong type, a missing or unknown field, a bad path.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/get(getItem)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            package var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `invalid_token`, with `--auth-key`: the feed is not public and no token came, or the token proves nothing (malformed, over 8 KiB, of an unknown `kid`, of the wrong `alg`, badly signed, expired, not valid yet, of another issuer or audience, with rights that do not parse). The same for a feed that exists and one that does not.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/get(getItem)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.InvalidToken)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Components.Responses.InvalidToken {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `insufficient_scope`, with `--auth-key`: a valid token without the right to read the feed (for a stream: or of another `sub` than the session's). The same for a feed that exists and one that does not.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/get(getItem)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.InsufficientScope)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Components.Responses.InsufficientScope {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such session, item or file (a feed that has no items is not missing, it is empty).
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/get(getItem)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unknown_host`: the `Host` is not a name this server is configured for (`localhost`, its listening address, `--public-host`), as under a rebound DNS name.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/get(getItem)/responses/421`.
+            ///
+            /// HTTP response code: `421 misdirectedRequest`.
+            case misdirectedRequest(Components.Responses.MisdirectedRequest)
+            /// The associated value of the enum case if `self` is `.misdirectedRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.misdirectedRequest`.
+            /// - SeeAlso: `.misdirectedRequest`.
+            package var misdirectedRequest: Components.Responses.MisdirectedRequest {
+                get throws {
+                    switch self {
+                    case let .misdirectedRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "misdirectedRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The feed store cannot be reached or failed (`store_unavailable`): nothing was stored. Retry after `Retry-After`; a retried item with the same `id` is stored once.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/get(getItem)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Change some fields of an item of the feed `main` (a JSON merge patch)
+    ///
+    /// RFC 7396: each member sets its field, `null` removes it (`summary`, `link`,
+    /// `author`). `title` and `published` cannot be removed, `id` cannot be changed, and a
+    /// member an item has not is refused (`400`), as is a patch that is not an object. As
+    /// `PUT` otherwise: the item stays where it is, takes the next version, and its pages
+    /// are told.
+    ///
+    ///
+    /// - Remark: HTTP `PATCH /api/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)`.
+    package enum PatchItem {
+        package static let id: Swift.String = "patchItem"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/items/{item}/PATCH/path`.
+            package struct Path: Sendable, Hashable {
+                /// The item's id, percent-encoded as a path segment (compared by its bytes).
+                ///
+                /// - Remark: Generated from `#/paths/api/items/{item}/PATCH/path/item`.
+                package var item: Components.Parameters.ItemID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - item: The item's id, percent-encoded as a path segment (compared by its bytes).
+                package init(item: Components.Parameters.ItemID) {
+                    self.item = item
+                }
+            }
+            package var path: Operations.PatchItem.Input.Path
+            /// - Remark: Generated from `#/paths/api/items/{item}/PATCH/header`.
+            package struct Headers: Sendable, Hashable {
+                /// The versions (`"12"`, as `ETag` gives them; `*` for any) the item must be at for the write to be made; any other is `412 precondition_failed` and nothing changes.
+                ///
+                /// - Remark: Generated from `#/paths/api/items/{item}/PATCH/header/If-Match`.
+                package var ifMatch: Components.Parameters.IfMatch?
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.PatchItem.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - ifMatch: The versions (`"12"`, as `ETag` gives them; `*` for any) the item must be at for the write to be made; any other is `412 precondition_failed` and nothing changes.
+                ///   - accept:
+                package init(
+                    ifMatch: Components.Parameters.IfMatch? = nil,
+                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.PatchItem.AcceptableContentType>] = .defaultValues()
+                ) {
+                    self.ifMatch = ifMatch
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.PatchItem.Input.Headers
+            /// - Remark: Generated from `#/paths/api/items/{item}/PATCH/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/items/{item}/PATCH/requestBody/content/application\/merge-patch+json`.
+                case applicationMergePatchJson(Components.Schemas.ItemPatch)
+                /// - Remark: Generated from `#/paths/api/items/{item}/PATCH/requestBody/content/application\/json`.
+                case json(Components.Schemas.ItemPatch)
+            }
+            package var body: Operations.PatchItem.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            package init(
+                path: Operations.PatchItem.Input.Path,
+                headers: Operations.PatchItem.Input.Headers = .init(),
+                body: Operations.PatchItem.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            /// The item as stored.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Components.Responses.OneItem)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Components.Responses.OneItem {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Malformed JSON (a member name given twice included), a wrong type, a missing or unknown field, a bad path.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            package var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: publishing needs the publish token; or, with `--auth-key`, `invalid_token`: no token, or one that proves nothing (malformed, of an unknown `kid`, of the wrong `alg`, badly signed, expired, not valid yet, of another issuer or audience, with rights that do not parse). Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `cross_origin` (as for every state change), or `publishing_disabled`: the server takes no publishes (`--disable-publishing`), or none from this client without a token; or `insufficient_scope`: a valid token without the right to publish to the feed (with its `WWW-Authenticate` challenge).
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.PublishForbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Components.Responses.PublishForbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such session, item or file (a feed that has no items is not missing, it is empty).
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `edit_conflict`: without `If-Match`, other edits of the item came between the read of it and the write of this one, five times in a row. Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Components.Responses.EditConflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            package var conflict: Components.Responses.EditConflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `precondition_failed`: the item is not at a version `If-Match` names (another edit came first). Nothing changed; read it again.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)/responses/412`.
+            ///
+            /// HTTP response code: `412 preconditionFailed`.
+            case preconditionFailed(Components.Responses.PreconditionFailed)
+            /// The associated value of the enum case if `self` is `.preconditionFailed`.
+            ///
+            /// - Throws: An error if `self` is not `.preconditionFailed`.
+            /// - SeeAlso: `.preconditionFailed`.
+            package var preconditionFailed: Components.Responses.PreconditionFailed {
+                get throws {
+                    switch self {
+                    case let .preconditionFailed(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "preconditionFailed",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The body is over the limit (64 KiB by default).
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.TooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            package var contentTooLarge: Components.Responses.TooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unsupported_media_type`: the body is not sent as `Content-Type: application/json` (a form, `text/plain`, none at all). Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)/responses/415`.
+            ///
+            /// HTTP response code: `415 unsupportedMediaType`.
+            case unsupportedMediaType(Components.Responses.UnsupportedMediaType)
+            /// The associated value of the enum case if `self` is `.unsupportedMediaType`.
+            ///
+            /// - Throws: An error if `self` is not `.unsupportedMediaType`.
+            /// - SeeAlso: `.unsupportedMediaType`.
+            package var unsupportedMediaType: Components.Responses.UnsupportedMediaType {
+                get throws {
+                    switch self {
+                    case let .unsupportedMediaType(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unsupportedMediaType",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unknown_host`: the `Host` is not a name this server is configured for (`localhost`, its listening address, `--public-host`), as under a rebound DNS name.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)/responses/421`.
+            ///
+            /// HTTP response code: `421 misdirectedRequest`.
+            case misdirectedRequest(Components.Responses.MisdirectedRequest)
+            /// The associated value of the enum case if `self` is `.misdirectedRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.misdirectedRequest`.
+            /// - SeeAlso: `.misdirectedRequest`.
+            package var misdirectedRequest: Components.Responses.MisdirectedRequest {
+                get throws {
+                    switch self {
+                    case let .misdirectedRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "misdirectedRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// A non-finite or absurd number, or an impossible configuration.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Components.Responses.OutOfRange)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            package var unprocessableContent: Components.Responses.OutOfRange {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The feed store cannot be reached or failed (`store_unavailable`): nothing was stored. Retry after `Retry-After`; a retried item with the same `id` is stored once.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Replace an item of the feed `main` in place
+    ///
+    /// The item's fields become the body's, where it stands in the list (its position does
+    /// not change): a field left out is removed, but `published`, which stays as it was
+    /// when left out; `id`, when given, must be the path's. It takes the feed's next
+    /// version, and every page that shows it, on every instance, gets a `changes` event.
+    /// Replacing an item with what it holds changes nothing. Needs the right to publish to
+    /// the feed; with `If-Match`, only the version it names is replaced (`412` otherwise).
+    ///
+    ///
+    /// - Remark: HTTP `PUT /api/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)`.
+    package enum ReplaceItem {
+        package static let id: Swift.String = "replaceItem"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/items/{item}/PUT/path`.
+            package struct Path: Sendable, Hashable {
+                /// The item's id, percent-encoded as a path segment (compared by its bytes).
+                ///
+                /// - Remark: Generated from `#/paths/api/items/{item}/PUT/path/item`.
+                package var item: Components.Parameters.ItemID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - item: The item's id, percent-encoded as a path segment (compared by its bytes).
+                package init(item: Components.Parameters.ItemID) {
+                    self.item = item
+                }
+            }
+            package var path: Operations.ReplaceItem.Input.Path
+            /// - Remark: Generated from `#/paths/api/items/{item}/PUT/header`.
+            package struct Headers: Sendable, Hashable {
+                /// The versions (`"12"`, as `ETag` gives them; `*` for any) the item must be at for the write to be made; any other is `412 precondition_failed` and nothing changes.
+                ///
+                /// - Remark: Generated from `#/paths/api/items/{item}/PUT/header/If-Match`.
+                package var ifMatch: Components.Parameters.IfMatch?
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReplaceItem.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - ifMatch: The versions (`"12"`, as `ETag` gives them; `*` for any) the item must be at for the write to be made; any other is `412 precondition_failed` and nothing changes.
+                ///   - accept:
+                package init(
+                    ifMatch: Components.Parameters.IfMatch? = nil,
+                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReplaceItem.AcceptableContentType>] = .defaultValues()
+                ) {
+                    self.ifMatch = ifMatch
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.ReplaceItem.Input.Headers
+            /// - Remark: Generated from `#/paths/api/items/{item}/PUT/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/items/{item}/PUT/requestBody/content/application\/json`.
+                case json(Components.Schemas.NewItem)
+            }
+            package var body: Operations.ReplaceItem.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            package init(
+                path: Operations.ReplaceItem.Input.Path,
+                headers: Operations.ReplaceItem.Input.Headers = .init(),
+                body: Operations.ReplaceItem.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            /// The item as stored.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Components.Responses.OneItem)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Components.Responses.OneItem {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Malformed JSON (a member name given twice included), a wrong type, a missing or unknown field, a bad path.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            package var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: publishing needs the publish token; or, with `--auth-key`, `invalid_token`: no token, or one that proves nothing (malformed, of an unknown `kid`, of the wrong `alg`, badly signed, expired, not valid yet, of another issuer or audience, with rights that do not parse). Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `cross_origin` (as for every state change), or `publishing_disabled`: the server takes no publishes (`--disable-publishing`), or none from this client without a token; or `insufficient_scope`: a valid token without the right to publish to the feed (with its `WWW-Authenticate` challenge).
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.PublishForbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Components.Responses.PublishForbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such session, item or file (a feed that has no items is not missing, it is empty).
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `edit_conflict`: without `If-Match`, other edits of the item came between the read of it and the write of this one, five times in a row. Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Components.Responses.EditConflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            package var conflict: Components.Responses.EditConflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `precondition_failed`: the item is not at a version `If-Match` names (another edit came first). Nothing changed; read it again.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)/responses/412`.
+            ///
+            /// HTTP response code: `412 preconditionFailed`.
+            case preconditionFailed(Components.Responses.PreconditionFailed)
+            /// The associated value of the enum case if `self` is `.preconditionFailed`.
+            ///
+            /// - Throws: An error if `self` is not `.preconditionFailed`.
+            /// - SeeAlso: `.preconditionFailed`.
+            package var preconditionFailed: Components.Responses.PreconditionFailed {
+                get throws {
+                    switch self {
+                    case let .preconditionFailed(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "preconditionFailed",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The body is over the limit (64 KiB by default).
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.TooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            package var contentTooLarge: Components.Responses.TooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unsupported_media_type`: the body is not sent as `Content-Type: application/json` (a form, `text/plain`, none at all). Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)/responses/415`.
+            ///
+            /// HTTP response code: `415 unsupportedMediaType`.
+            case unsupportedMediaType(Components.Responses.UnsupportedMediaType)
+            /// The associated value of the enum case if `self` is `.unsupportedMediaType`.
+            ///
+            /// - Throws: An error if `self` is not `.unsupportedMediaType`.
+            /// - SeeAlso: `.unsupportedMediaType`.
+            package var unsupportedMediaType: Components.Responses.UnsupportedMediaType {
+                get throws {
+                    switch self {
+                    case let .unsupportedMediaType(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unsupportedMediaType",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unknown_host`: the `Host` is not a name this server is configured for (`localhost`, its listening address, `--public-host`), as under a rebound DNS name.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)/responses/421`.
+            ///
+            /// HTTP response code: `421 misdirectedRequest`.
+            case misdirectedRequest(Components.Responses.MisdirectedRequest)
+            /// The associated value of the enum case if `self` is `.misdirectedRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.misdirectedRequest`.
+            /// - SeeAlso: `.misdirectedRequest`.
+            package var misdirectedRequest: Components.Responses.MisdirectedRequest {
+                get throws {
+                    switch self {
+                    case let .misdirectedRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "misdirectedRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// A non-finite or absurd number, or an impossible configuration.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Components.Responses.OutOfRange)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            package var unprocessableContent: Components.Responses.OutOfRange {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The feed store cannot be reached or failed (`store_unavailable`): nothing was stored. Retry after `Retry-After`; a retried item with the same `id` is stored once.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Remove an item of the feed `main`
+    ///
+    /// The item leaves the list; its position is never taken again. Every page that shows
+    /// it gets a `changes` event with its removal, and `news` no longer counts it. A
+    /// tombstone of its id and position is kept for `--change-retention` (7 days by
+    /// default), so a page that comes back within it is told too. Needs the right to
+    /// publish to the feed; with `If-Match`, only the version it names is removed.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /api/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/items/{item}/delete(removeItem)`.
+    package enum RemoveItem {
+        package static let id: Swift.String = "removeItem"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/items/{item}/DELETE/path`.
+            package struct Path: Sendable, Hashable {
+                /// The item's id, percent-encoded as a path segment (compared by its bytes).
+                ///
+                /// - Remark: Generated from `#/paths/api/items/{item}/DELETE/path/item`.
+                package var item: Components.Parameters.ItemID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - item: The item's id, percent-encoded as a path segment (compared by its bytes).
+                package init(item: Components.Parameters.ItemID) {
+                    self.item = item
+                }
+            }
+            package var path: Operations.RemoveItem.Input.Path
+            /// - Remark: Generated from `#/paths/api/items/{item}/DELETE/header`.
+            package struct Headers: Sendable, Hashable {
+                /// The versions (`"12"`, as `ETag` gives them; `*` for any) the item must be at for the write to be made; any other is `412 precondition_failed` and nothing changes.
+                ///
+                /// - Remark: Generated from `#/paths/api/items/{item}/DELETE/header/If-Match`.
+                package var ifMatch: Components.Parameters.IfMatch?
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RemoveItem.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - ifMatch: The versions (`"12"`, as `ETag` gives them; `*` for any) the item must be at for the write to be made; any other is `412 precondition_failed` and nothing changes.
+                ///   - accept:
+                package init(
+                    ifMatch: Components.Parameters.IfMatch? = nil,
+                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RemoveItem.AcceptableContentType>] = .defaultValues()
+                ) {
+                    self.ifMatch = ifMatch
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.RemoveItem.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            package init(
+                path: Operations.RemoveItem.Input.Path,
+                headers: Operations.RemoveItem.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Removed.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/delete(removeItem)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.RemoveItem.Output.NoContent)
+            /// Removed.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/delete(removeItem)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.RemoveItem.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Malformed JSON (a member name given twice included), a wrong type, a missing or unknown field, a bad path.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/delete(removeItem)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            package var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: publishing needs the publish token; or, with `--auth-key`, `invalid_token`: no token, or one that proves nothing (malformed, of an unknown `kid`, of the wrong `alg`, badly signed, expired, not valid yet, of another issuer or audience, with rights that do not parse). Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/delete(removeItem)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `cross_origin` (as for every state change), or `publishing_disabled`: the server takes no publishes (`--disable-publishing`), or none from this client without a token; or `insufficient_scope`: a valid token without the right to publish to the feed (with its `WWW-Authenticate` challenge).
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/delete(removeItem)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.PublishForbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Components.Responses.PublishForbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such session, item or file (a feed that has no items is not missing, it is empty).
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/delete(removeItem)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `edit_conflict`: without `If-Match`, other edits of the item came between the read of it and the write of this one, five times in a row. Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/delete(removeItem)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Components.Responses.EditConflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            package var conflict: Components.Responses.EditConflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `precondition_failed`: the item is not at a version `If-Match` names (another edit came first). Nothing changed; read it again.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/delete(removeItem)/responses/412`.
+            ///
+            /// HTTP response code: `412 preconditionFailed`.
+            case preconditionFailed(Components.Responses.PreconditionFailed)
+            /// The associated value of the enum case if `self` is `.preconditionFailed`.
+            ///
+            /// - Throws: An error if `self` is not `.preconditionFailed`.
+            /// - SeeAlso: `.preconditionFailed`.
+            package var preconditionFailed: Components.Responses.PreconditionFailed {
+                get throws {
+                    switch self {
+                    case let .preconditionFailed(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "preconditionFailed",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unknown_host`: the `Host` is not a name this server is configured for (`localhost`, its listening address, `--public-host`), as under a rebound DNS name.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/delete(removeItem)/responses/421`.
+            ///
+            /// HTTP response code: `421 misdirectedRequest`.
+            case misdirectedRequest(Components.Responses.MisdirectedRequest)
+            /// The associated value of the enum case if `self` is `.misdirectedRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.misdirectedRequest`.
+            /// - SeeAlso: `.misdirectedRequest`.
+            package var misdirectedRequest: Components.Responses.MisdirectedRequest {
+                get throws {
+                    switch self {
+                    case let .misdirectedRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "misdirectedRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The feed store cannot be reached or failed (`store_unavailable`): nothing was stored. Retry after `Retry-After`; a retried item with the same `id` is stored once.
+            ///
+            /// - Remark: Generated from `#/paths//api/items/{item}/delete(removeItem)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// A feed's name and head
     ///
     /// `head` is the feed's newest position: the number of items it has gained, `0` for a feed nothing was published to (which exists as an empty feed).
@@ -4267,6 +5641,1416 @@ package enum Operations {
             /// - Throws: An error if `self` is not `.serviceUnavailable`.
             /// - SeeAlso: `.serviceUnavailable`.
             package var serviceUnavailable: Components.Responses.PublishUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// One item of the feed, with its version as `ETag`
+    ///
+    /// - Remark: HTTP `GET /api/feeds/{feed}/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/get(getFeedItem)`.
+    package enum GetFeedItem {
+        package static let id: Swift.String = "getFeedItem"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/GET/path`.
+            package struct Path: Sendable, Hashable {
+                /// 1 to 128 letters, digits and `._~:@-` (ASCII), starting with a letter or a digit; case-sensitive. Any other name is `400 invalid_feed`.
+                ///
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/GET/path/feed`.
+                package var feed: Components.Parameters.FeedName
+                /// The item's id, percent-encoded as a path segment (compared by its bytes).
+                ///
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/GET/path/item`.
+                package var item: Components.Parameters.ItemID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - feed: 1 to 128 letters, digits and `._~:@-` (ASCII), starting with a letter or a digit; case-sensitive. Any other name is `400 invalid_feed`.
+                ///   - item: The item's id, percent-encoded as a path segment (compared by its bytes).
+                package init(
+                    feed: Components.Parameters.FeedName,
+                    item: Components.Parameters.ItemID
+                ) {
+                    self.feed = feed
+                    self.item = item
+                }
+            }
+            package var path: Operations.GetFeedItem.Input.Path
+            /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                /// A version (`"12"`) the client holds: `304` while the item is still at it.
+                ///
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/GET/header/If-None-Match`.
+                package var ifNoneMatch: Components.Parameters.IfNoneMatch?
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetFeedItem.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - ifNoneMatch: A version (`"12"`) the client holds: `304` while the item is still at it.
+                ///   - accept:
+                package init(
+                    ifNoneMatch: Components.Parameters.IfNoneMatch? = nil,
+                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetFeedItem.AcceptableContentType>] = .defaultValues()
+                ) {
+                    self.ifNoneMatch = ifNoneMatch
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.GetFeedItem.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            package init(
+                path: Operations.GetFeedItem.Input.Path,
+                headers: Operations.GetFeedItem.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            /// The item as stored.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/get(getFeedItem)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Components.Responses.OneItem)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Components.Responses.OneItem {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct NotModified: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/GET/responses/304/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// The item's version, quoted (`"12"`): what `If-Match` names to change this version only.
+                    ///
+                    /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/GET/responses/304/headers/ETag`.
+                    package var eTag: Components.Headers.ItemETag?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - eTag: The item's version, quoted (`"12"`): what `If-Match` names to change this version only.
+                    package init(eTag: Components.Headers.ItemETag? = nil) {
+                        self.eTag = eTag
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.GetFeedItem.Output.NotModified.Headers
+                /// Creates a new `NotModified`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                package init(headers: Operations.GetFeedItem.Output.NotModified.Headers = .init()) {
+                    self.headers = headers
+                }
+            }
+            /// The item is still the version `If-None-Match` names.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/get(getFeedItem)/responses/304`.
+            ///
+            /// HTTP response code: `304 notModified`.
+            case notModified(Operations.GetFeedItem.Output.NotModified)
+            /// The associated value of the enum case if `self` is `.notModified`.
+            ///
+            /// - Throws: An error if `self` is not `.notModified`.
+            /// - SeeAlso: `.notModified`.
+            package var notModified: Operations.GetFeedItem.Output.NotModified {
+                get throws {
+                    switch self {
+                    case let .notModified(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notModified",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Malformed JSON (a member name given twice included), a wrong type, a missing or unknown field, a bad path.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/get(getFeedItem)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            package var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `invalid_token`, with `--auth-key`: the feed is not public and no token came, or the token proves nothing (malformed, over 8 KiB, of an unknown `kid`, of the wrong `alg`, badly signed, expired, not valid yet, of another issuer or audience, with rights that do not parse). The same for a feed that exists and one that does not.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/get(getFeedItem)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.InvalidToken)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Components.Responses.InvalidToken {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `insufficient_scope`, with `--auth-key`: a valid token without the right to read the feed (for a stream: or of another `sub` than the session's). The same for a feed that exists and one that does not.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/get(getFeedItem)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.InsufficientScope)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Components.Responses.InsufficientScope {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such session, item or file (a feed that has no items is not missing, it is empty).
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/get(getFeedItem)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unknown_host`: the `Host` is not a name this server is configured for (`localhost`, its listening address, `--public-host`), as under a rebound DNS name.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/get(getFeedItem)/responses/421`.
+            ///
+            /// HTTP response code: `421 misdirectedRequest`.
+            case misdirectedRequest(Components.Responses.MisdirectedRequest)
+            /// The associated value of the enum case if `self` is `.misdirectedRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.misdirectedRequest`.
+            /// - SeeAlso: `.misdirectedRequest`.
+            package var misdirectedRequest: Components.Responses.MisdirectedRequest {
+                get throws {
+                    switch self {
+                    case let .misdirectedRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "misdirectedRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The feed store cannot be reached or failed (`store_unavailable`): nothing was stored. Retry after `Retry-After`; a retried item with the same `id` is stored once.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/get(getFeedItem)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Change some fields of an item of the feed (a JSON merge patch)
+    ///
+    /// RFC 7396: each member sets its field, `null` removes it (`summary`, `link`,
+    /// `author`). `title` and `published` cannot be removed, `id` cannot be changed, and a
+    /// member an item has not is refused (`400`), as is a patch that is not an object. As
+    /// `PUT` otherwise: the item stays where it is, takes the next version, and its pages
+    /// are told.
+    ///
+    ///
+    /// - Remark: HTTP `PATCH /api/feeds/{feed}/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)`.
+    package enum PatchFeedItem {
+        package static let id: Swift.String = "patchFeedItem"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PATCH/path`.
+            package struct Path: Sendable, Hashable {
+                /// 1 to 128 letters, digits and `._~:@-` (ASCII), starting with a letter or a digit; case-sensitive. Any other name is `400 invalid_feed`.
+                ///
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PATCH/path/feed`.
+                package var feed: Components.Parameters.FeedName
+                /// The item's id, percent-encoded as a path segment (compared by its bytes).
+                ///
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PATCH/path/item`.
+                package var item: Components.Parameters.ItemID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - feed: 1 to 128 letters, digits and `._~:@-` (ASCII), starting with a letter or a digit; case-sensitive. Any other name is `400 invalid_feed`.
+                ///   - item: The item's id, percent-encoded as a path segment (compared by its bytes).
+                package init(
+                    feed: Components.Parameters.FeedName,
+                    item: Components.Parameters.ItemID
+                ) {
+                    self.feed = feed
+                    self.item = item
+                }
+            }
+            package var path: Operations.PatchFeedItem.Input.Path
+            /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PATCH/header`.
+            package struct Headers: Sendable, Hashable {
+                /// The versions (`"12"`, as `ETag` gives them; `*` for any) the item must be at for the write to be made; any other is `412 precondition_failed` and nothing changes.
+                ///
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PATCH/header/If-Match`.
+                package var ifMatch: Components.Parameters.IfMatch?
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.PatchFeedItem.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - ifMatch: The versions (`"12"`, as `ETag` gives them; `*` for any) the item must be at for the write to be made; any other is `412 precondition_failed` and nothing changes.
+                ///   - accept:
+                package init(
+                    ifMatch: Components.Parameters.IfMatch? = nil,
+                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.PatchFeedItem.AcceptableContentType>] = .defaultValues()
+                ) {
+                    self.ifMatch = ifMatch
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.PatchFeedItem.Input.Headers
+            /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PATCH/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PATCH/requestBody/content/application\/merge-patch+json`.
+                case applicationMergePatchJson(Components.Schemas.ItemPatch)
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PATCH/requestBody/content/application\/json`.
+                case json(Components.Schemas.ItemPatch)
+            }
+            package var body: Operations.PatchFeedItem.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            package init(
+                path: Operations.PatchFeedItem.Input.Path,
+                headers: Operations.PatchFeedItem.Input.Headers = .init(),
+                body: Operations.PatchFeedItem.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            /// The item as stored.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Components.Responses.OneItem)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Components.Responses.OneItem {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Malformed JSON (a member name given twice included), a wrong type, a missing or unknown field, a bad path.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            package var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: publishing needs the publish token; or, with `--auth-key`, `invalid_token`: no token, or one that proves nothing (malformed, of an unknown `kid`, of the wrong `alg`, badly signed, expired, not valid yet, of another issuer or audience, with rights that do not parse). Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `cross_origin` (as for every state change), or `publishing_disabled`: the server takes no publishes (`--disable-publishing`), or none from this client without a token; or `insufficient_scope`: a valid token without the right to publish to the feed (with its `WWW-Authenticate` challenge).
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.PublishForbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Components.Responses.PublishForbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such session, item or file (a feed that has no items is not missing, it is empty).
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `edit_conflict`: without `If-Match`, other edits of the item came between the read of it and the write of this one, five times in a row. Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Components.Responses.EditConflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            package var conflict: Components.Responses.EditConflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `precondition_failed`: the item is not at a version `If-Match` names (another edit came first). Nothing changed; read it again.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)/responses/412`.
+            ///
+            /// HTTP response code: `412 preconditionFailed`.
+            case preconditionFailed(Components.Responses.PreconditionFailed)
+            /// The associated value of the enum case if `self` is `.preconditionFailed`.
+            ///
+            /// - Throws: An error if `self` is not `.preconditionFailed`.
+            /// - SeeAlso: `.preconditionFailed`.
+            package var preconditionFailed: Components.Responses.PreconditionFailed {
+                get throws {
+                    switch self {
+                    case let .preconditionFailed(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "preconditionFailed",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The body is over the limit (64 KiB by default).
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.TooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            package var contentTooLarge: Components.Responses.TooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unsupported_media_type`: the body is not sent as `Content-Type: application/json` (a form, `text/plain`, none at all). Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)/responses/415`.
+            ///
+            /// HTTP response code: `415 unsupportedMediaType`.
+            case unsupportedMediaType(Components.Responses.UnsupportedMediaType)
+            /// The associated value of the enum case if `self` is `.unsupportedMediaType`.
+            ///
+            /// - Throws: An error if `self` is not `.unsupportedMediaType`.
+            /// - SeeAlso: `.unsupportedMediaType`.
+            package var unsupportedMediaType: Components.Responses.UnsupportedMediaType {
+                get throws {
+                    switch self {
+                    case let .unsupportedMediaType(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unsupportedMediaType",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unknown_host`: the `Host` is not a name this server is configured for (`localhost`, its listening address, `--public-host`), as under a rebound DNS name.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)/responses/421`.
+            ///
+            /// HTTP response code: `421 misdirectedRequest`.
+            case misdirectedRequest(Components.Responses.MisdirectedRequest)
+            /// The associated value of the enum case if `self` is `.misdirectedRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.misdirectedRequest`.
+            /// - SeeAlso: `.misdirectedRequest`.
+            package var misdirectedRequest: Components.Responses.MisdirectedRequest {
+                get throws {
+                    switch self {
+                    case let .misdirectedRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "misdirectedRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// A non-finite or absurd number, or an impossible configuration.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Components.Responses.OutOfRange)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            package var unprocessableContent: Components.Responses.OutOfRange {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The feed store cannot be reached or failed (`store_unavailable`): nothing was stored. Retry after `Retry-After`; a retried item with the same `id` is stored once.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Replace an item of the feed in place
+    ///
+    /// The item's fields become the body's, where it stands in the list (its position does
+    /// not change): a field left out is removed, but `published`, which stays as it was
+    /// when left out; `id`, when given, must be the path's. It takes the feed's next
+    /// version, and every page that shows it, on every instance, gets a `changes` event.
+    /// Replacing an item with what it holds changes nothing. Needs the right to publish to
+    /// the feed; with `If-Match`, only the version it names is replaced (`412` otherwise).
+    ///
+    ///
+    /// - Remark: HTTP `PUT /api/feeds/{feed}/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)`.
+    package enum ReplaceFeedItem {
+        package static let id: Swift.String = "replaceFeedItem"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PUT/path`.
+            package struct Path: Sendable, Hashable {
+                /// 1 to 128 letters, digits and `._~:@-` (ASCII), starting with a letter or a digit; case-sensitive. Any other name is `400 invalid_feed`.
+                ///
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PUT/path/feed`.
+                package var feed: Components.Parameters.FeedName
+                /// The item's id, percent-encoded as a path segment (compared by its bytes).
+                ///
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PUT/path/item`.
+                package var item: Components.Parameters.ItemID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - feed: 1 to 128 letters, digits and `._~:@-` (ASCII), starting with a letter or a digit; case-sensitive. Any other name is `400 invalid_feed`.
+                ///   - item: The item's id, percent-encoded as a path segment (compared by its bytes).
+                package init(
+                    feed: Components.Parameters.FeedName,
+                    item: Components.Parameters.ItemID
+                ) {
+                    self.feed = feed
+                    self.item = item
+                }
+            }
+            package var path: Operations.ReplaceFeedItem.Input.Path
+            /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PUT/header`.
+            package struct Headers: Sendable, Hashable {
+                /// The versions (`"12"`, as `ETag` gives them; `*` for any) the item must be at for the write to be made; any other is `412 precondition_failed` and nothing changes.
+                ///
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PUT/header/If-Match`.
+                package var ifMatch: Components.Parameters.IfMatch?
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReplaceFeedItem.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - ifMatch: The versions (`"12"`, as `ETag` gives them; `*` for any) the item must be at for the write to be made; any other is `412 precondition_failed` and nothing changes.
+                ///   - accept:
+                package init(
+                    ifMatch: Components.Parameters.IfMatch? = nil,
+                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReplaceFeedItem.AcceptableContentType>] = .defaultValues()
+                ) {
+                    self.ifMatch = ifMatch
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.ReplaceFeedItem.Input.Headers
+            /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PUT/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/PUT/requestBody/content/application\/json`.
+                case json(Components.Schemas.NewItem)
+            }
+            package var body: Operations.ReplaceFeedItem.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            package init(
+                path: Operations.ReplaceFeedItem.Input.Path,
+                headers: Operations.ReplaceFeedItem.Input.Headers = .init(),
+                body: Operations.ReplaceFeedItem.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            /// The item as stored.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Components.Responses.OneItem)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Components.Responses.OneItem {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Malformed JSON (a member name given twice included), a wrong type, a missing or unknown field, a bad path.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            package var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: publishing needs the publish token; or, with `--auth-key`, `invalid_token`: no token, or one that proves nothing (malformed, of an unknown `kid`, of the wrong `alg`, badly signed, expired, not valid yet, of another issuer or audience, with rights that do not parse). Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `cross_origin` (as for every state change), or `publishing_disabled`: the server takes no publishes (`--disable-publishing`), or none from this client without a token; or `insufficient_scope`: a valid token without the right to publish to the feed (with its `WWW-Authenticate` challenge).
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.PublishForbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Components.Responses.PublishForbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such session, item or file (a feed that has no items is not missing, it is empty).
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `edit_conflict`: without `If-Match`, other edits of the item came between the read of it and the write of this one, five times in a row. Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Components.Responses.EditConflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            package var conflict: Components.Responses.EditConflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `precondition_failed`: the item is not at a version `If-Match` names (another edit came first). Nothing changed; read it again.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)/responses/412`.
+            ///
+            /// HTTP response code: `412 preconditionFailed`.
+            case preconditionFailed(Components.Responses.PreconditionFailed)
+            /// The associated value of the enum case if `self` is `.preconditionFailed`.
+            ///
+            /// - Throws: An error if `self` is not `.preconditionFailed`.
+            /// - SeeAlso: `.preconditionFailed`.
+            package var preconditionFailed: Components.Responses.PreconditionFailed {
+                get throws {
+                    switch self {
+                    case let .preconditionFailed(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "preconditionFailed",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The body is over the limit (64 KiB by default).
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.TooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            package var contentTooLarge: Components.Responses.TooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unsupported_media_type`: the body is not sent as `Content-Type: application/json` (a form, `text/plain`, none at all). Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)/responses/415`.
+            ///
+            /// HTTP response code: `415 unsupportedMediaType`.
+            case unsupportedMediaType(Components.Responses.UnsupportedMediaType)
+            /// The associated value of the enum case if `self` is `.unsupportedMediaType`.
+            ///
+            /// - Throws: An error if `self` is not `.unsupportedMediaType`.
+            /// - SeeAlso: `.unsupportedMediaType`.
+            package var unsupportedMediaType: Components.Responses.UnsupportedMediaType {
+                get throws {
+                    switch self {
+                    case let .unsupportedMediaType(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unsupportedMediaType",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unknown_host`: the `Host` is not a name this server is configured for (`localhost`, its listening address, `--public-host`), as under a rebound DNS name.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)/responses/421`.
+            ///
+            /// HTTP response code: `421 misdirectedRequest`.
+            case misdirectedRequest(Components.Responses.MisdirectedRequest)
+            /// The associated value of the enum case if `self` is `.misdirectedRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.misdirectedRequest`.
+            /// - SeeAlso: `.misdirectedRequest`.
+            package var misdirectedRequest: Components.Responses.MisdirectedRequest {
+                get throws {
+                    switch self {
+                    case let .misdirectedRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "misdirectedRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// A non-finite or absurd number, or an impossible configuration.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Components.Responses.OutOfRange)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            package var unprocessableContent: Components.Responses.OutOfRange {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The feed store cannot be reached or failed (`store_unavailable`): nothing was stored. Retry after `Retry-After`; a retried item with the same `id` is stored once.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Remove an item of the feed
+    ///
+    /// The item leaves the list; its position is never taken again. Every page that shows
+    /// it gets a `changes` event with its removal, and `news` no longer counts it. A
+    /// tombstone of its id and position is kept for `--change-retention` (7 days by
+    /// default), so a page that comes back within it is told too. Needs the right to
+    /// publish to the feed; with `If-Match`, only the version it names is removed.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /api/feeds/{feed}/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/delete(removeFeedItem)`.
+    package enum RemoveFeedItem {
+        package static let id: Swift.String = "removeFeedItem"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/DELETE/path`.
+            package struct Path: Sendable, Hashable {
+                /// 1 to 128 letters, digits and `._~:@-` (ASCII), starting with a letter or a digit; case-sensitive. Any other name is `400 invalid_feed`.
+                ///
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/DELETE/path/feed`.
+                package var feed: Components.Parameters.FeedName
+                /// The item's id, percent-encoded as a path segment (compared by its bytes).
+                ///
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/DELETE/path/item`.
+                package var item: Components.Parameters.ItemID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - feed: 1 to 128 letters, digits and `._~:@-` (ASCII), starting with a letter or a digit; case-sensitive. Any other name is `400 invalid_feed`.
+                ///   - item: The item's id, percent-encoded as a path segment (compared by its bytes).
+                package init(
+                    feed: Components.Parameters.FeedName,
+                    item: Components.Parameters.ItemID
+                ) {
+                    self.feed = feed
+                    self.item = item
+                }
+            }
+            package var path: Operations.RemoveFeedItem.Input.Path
+            /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/DELETE/header`.
+            package struct Headers: Sendable, Hashable {
+                /// The versions (`"12"`, as `ETag` gives them; `*` for any) the item must be at for the write to be made; any other is `412 precondition_failed` and nothing changes.
+                ///
+                /// - Remark: Generated from `#/paths/api/feeds/{feed}/items/{item}/DELETE/header/If-Match`.
+                package var ifMatch: Components.Parameters.IfMatch?
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RemoveFeedItem.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - ifMatch: The versions (`"12"`, as `ETag` gives them; `*` for any) the item must be at for the write to be made; any other is `412 precondition_failed` and nothing changes.
+                ///   - accept:
+                package init(
+                    ifMatch: Components.Parameters.IfMatch? = nil,
+                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RemoveFeedItem.AcceptableContentType>] = .defaultValues()
+                ) {
+                    self.ifMatch = ifMatch
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.RemoveFeedItem.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            package init(
+                path: Operations.RemoveFeedItem.Input.Path,
+                headers: Operations.RemoveFeedItem.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// Removed.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/delete(removeFeedItem)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.RemoveFeedItem.Output.NoContent)
+            /// Removed.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/delete(removeFeedItem)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.RemoveFeedItem.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Malformed JSON (a member name given twice included), a wrong type, a missing or unknown field, a bad path.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/delete(removeFeedItem)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            package var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: publishing needs the publish token; or, with `--auth-key`, `invalid_token`: no token, or one that proves nothing (malformed, of an unknown `kid`, of the wrong `alg`, badly signed, expired, not valid yet, of another issuer or audience, with rights that do not parse). Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/delete(removeFeedItem)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `cross_origin` (as for every state change), or `publishing_disabled`: the server takes no publishes (`--disable-publishing`), or none from this client without a token; or `insufficient_scope`: a valid token without the right to publish to the feed (with its `WWW-Authenticate` challenge).
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/delete(removeFeedItem)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.PublishForbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Components.Responses.PublishForbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such session, item or file (a feed that has no items is not missing, it is empty).
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/delete(removeFeedItem)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `edit_conflict`: without `If-Match`, other edits of the item came between the read of it and the write of this one, five times in a row. Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/delete(removeFeedItem)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Components.Responses.EditConflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            package var conflict: Components.Responses.EditConflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `precondition_failed`: the item is not at a version `If-Match` names (another edit came first). Nothing changed; read it again.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/delete(removeFeedItem)/responses/412`.
+            ///
+            /// HTTP response code: `412 preconditionFailed`.
+            case preconditionFailed(Components.Responses.PreconditionFailed)
+            /// The associated value of the enum case if `self` is `.preconditionFailed`.
+            ///
+            /// - Throws: An error if `self` is not `.preconditionFailed`.
+            /// - SeeAlso: `.preconditionFailed`.
+            package var preconditionFailed: Components.Responses.PreconditionFailed {
+                get throws {
+                    switch self {
+                    case let .preconditionFailed(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "preconditionFailed",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unknown_host`: the `Host` is not a name this server is configured for (`localhost`, its listening address, `--public-host`), as under a rebound DNS name.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/delete(removeFeedItem)/responses/421`.
+            ///
+            /// HTTP response code: `421 misdirectedRequest`.
+            case misdirectedRequest(Components.Responses.MisdirectedRequest)
+            /// The associated value of the enum case if `self` is `.misdirectedRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.misdirectedRequest`.
+            /// - SeeAlso: `.misdirectedRequest`.
+            package var misdirectedRequest: Components.Responses.MisdirectedRequest {
+                get throws {
+                    switch self {
+                    case let .misdirectedRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "misdirectedRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The feed store cannot be reached or failed (`store_unavailable`): nothing was stored. Retry after `Retry-After`; a retried item with the same `id` is stored once.
+            ///
+            /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/delete(removeFeedItem)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            package var serviceUnavailable: Components.Responses.StoreUnavailable {
                 get throws {
                     switch self {
                     case let .serviceUnavailable(response):

@@ -138,6 +138,48 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /api/items`.
     /// - Remark: Generated from `#/paths//api/items/post(publishItems)`.
     func publishItems(_ input: Operations.PublishItems.Input) async throws -> Operations.PublishItems.Output
+    /// One item of the feed `main`, with its version as `ETag`
+    ///
+    /// - Remark: HTTP `GET /api/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/items/{item}/get(getItem)`.
+    func getItem(_ input: Operations.GetItem.Input) async throws -> Operations.GetItem.Output
+    /// Change some fields of an item of the feed `main` (a JSON merge patch)
+    ///
+    /// RFC 7396: each member sets its field, `null` removes it (`summary`, `link`,
+    /// `author`). `title` and `published` cannot be removed, `id` cannot be changed, and a
+    /// member an item has not is refused (`400`), as is a patch that is not an object. As
+    /// `PUT` otherwise: the item stays where it is, takes the next version, and its pages
+    /// are told.
+    ///
+    ///
+    /// - Remark: HTTP `PATCH /api/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)`.
+    func patchItem(_ input: Operations.PatchItem.Input) async throws -> Operations.PatchItem.Output
+    /// Replace an item of the feed `main` in place
+    ///
+    /// The item's fields become the body's, where it stands in the list (its position does
+    /// not change): a field left out is removed, but `published`, which stays as it was
+    /// when left out; `id`, when given, must be the path's. It takes the feed's next
+    /// version, and every page that shows it, on every instance, gets a `changes` event.
+    /// Replacing an item with what it holds changes nothing. Needs the right to publish to
+    /// the feed; with `If-Match`, only the version it names is replaced (`412` otherwise).
+    ///
+    ///
+    /// - Remark: HTTP `PUT /api/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)`.
+    func replaceItem(_ input: Operations.ReplaceItem.Input) async throws -> Operations.ReplaceItem.Output
+    /// Remove an item of the feed `main`
+    ///
+    /// The item leaves the list; its position is never taken again. Every page that shows
+    /// it gets a `changes` event with its removal, and `news` no longer counts it. A
+    /// tombstone of its id and position is kept for `--change-retention` (7 days by
+    /// default), so a page that comes back within it is told too. Needs the right to
+    /// publish to the feed; with `If-Match`, only the version it names is removed.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /api/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/items/{item}/delete(removeItem)`.
+    func removeItem(_ input: Operations.RemoveItem.Input) async throws -> Operations.RemoveItem.Output
     /// A feed's name and head
     ///
     /// `head` is the feed's newest position: the number of items it has gained, `0` for a feed nothing was published to (which exists as an empty feed).
@@ -179,6 +221,48 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /api/feeds/{feed}/items`.
     /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/post(publishFeedItems)`.
     func publishFeedItems(_ input: Operations.PublishFeedItems.Input) async throws -> Operations.PublishFeedItems.Output
+    /// One item of the feed, with its version as `ETag`
+    ///
+    /// - Remark: HTTP `GET /api/feeds/{feed}/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/get(getFeedItem)`.
+    func getFeedItem(_ input: Operations.GetFeedItem.Input) async throws -> Operations.GetFeedItem.Output
+    /// Change some fields of an item of the feed (a JSON merge patch)
+    ///
+    /// RFC 7396: each member sets its field, `null` removes it (`summary`, `link`,
+    /// `author`). `title` and `published` cannot be removed, `id` cannot be changed, and a
+    /// member an item has not is refused (`400`), as is a patch that is not an object. As
+    /// `PUT` otherwise: the item stays where it is, takes the next version, and its pages
+    /// are told.
+    ///
+    ///
+    /// - Remark: HTTP `PATCH /api/feeds/{feed}/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)`.
+    func patchFeedItem(_ input: Operations.PatchFeedItem.Input) async throws -> Operations.PatchFeedItem.Output
+    /// Replace an item of the feed in place
+    ///
+    /// The item's fields become the body's, where it stands in the list (its position does
+    /// not change): a field left out is removed, but `published`, which stays as it was
+    /// when left out; `id`, when given, must be the path's. It takes the feed's next
+    /// version, and every page that shows it, on every instance, gets a `changes` event.
+    /// Replacing an item with what it holds changes nothing. Needs the right to publish to
+    /// the feed; with `If-Match`, only the version it names is replaced (`412` otherwise).
+    ///
+    ///
+    /// - Remark: HTTP `PUT /api/feeds/{feed}/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)`.
+    func replaceFeedItem(_ input: Operations.ReplaceFeedItem.Input) async throws -> Operations.ReplaceFeedItem.Output
+    /// Remove an item of the feed
+    ///
+    /// The item leaves the list; its position is never taken again. Every page that shows
+    /// it gets a `changes` event with its removal, and `news` no longer counts it. A
+    /// tombstone of its id and position is kept for `--change-retention` (7 days by
+    /// default), so a page that comes back within it is told too. Needs the right to
+    /// publish to the feed; with `If-Match`, only the version it names is removed.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /api/feeds/{feed}/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/delete(removeFeedItem)`.
+    func removeFeedItem(_ input: Operations.RemoveFeedItem.Input) async throws -> Operations.RemoveFeedItem.Output
 }
 
 /// Convenience overloads for operation inputs.
@@ -390,6 +474,84 @@ extension APIProtocol {
             body: body
         ))
     }
+    /// One item of the feed `main`, with its version as `ETag`
+    ///
+    /// - Remark: HTTP `GET /api/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/items/{item}/get(getItem)`.
+    package func getItem(
+        path: Operations.GetItem.Input.Path,
+        headers: Operations.GetItem.Input.Headers = .init()
+    ) async throws -> Operations.GetItem.Output {
+        try await getItem(Operations.GetItem.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Change some fields of an item of the feed `main` (a JSON merge patch)
+    ///
+    /// RFC 7396: each member sets its field, `null` removes it (`summary`, `link`,
+    /// `author`). `title` and `published` cannot be removed, `id` cannot be changed, and a
+    /// member an item has not is refused (`400`), as is a patch that is not an object. As
+    /// `PUT` otherwise: the item stays where it is, takes the next version, and its pages
+    /// are told.
+    ///
+    ///
+    /// - Remark: HTTP `PATCH /api/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/items/{item}/patch(patchItem)`.
+    package func patchItem(
+        path: Operations.PatchItem.Input.Path,
+        headers: Operations.PatchItem.Input.Headers = .init(),
+        body: Operations.PatchItem.Input.Body
+    ) async throws -> Operations.PatchItem.Output {
+        try await patchItem(Operations.PatchItem.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Replace an item of the feed `main` in place
+    ///
+    /// The item's fields become the body's, where it stands in the list (its position does
+    /// not change): a field left out is removed, but `published`, which stays as it was
+    /// when left out; `id`, when given, must be the path's. It takes the feed's next
+    /// version, and every page that shows it, on every instance, gets a `changes` event.
+    /// Replacing an item with what it holds changes nothing. Needs the right to publish to
+    /// the feed; with `If-Match`, only the version it names is replaced (`412` otherwise).
+    ///
+    ///
+    /// - Remark: HTTP `PUT /api/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/items/{item}/put(replaceItem)`.
+    package func replaceItem(
+        path: Operations.ReplaceItem.Input.Path,
+        headers: Operations.ReplaceItem.Input.Headers = .init(),
+        body: Operations.ReplaceItem.Input.Body
+    ) async throws -> Operations.ReplaceItem.Output {
+        try await replaceItem(Operations.ReplaceItem.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Remove an item of the feed `main`
+    ///
+    /// The item leaves the list; its position is never taken again. Every page that shows
+    /// it gets a `changes` event with its removal, and `news` no longer counts it. A
+    /// tombstone of its id and position is kept for `--change-retention` (7 days by
+    /// default), so a page that comes back within it is told too. Needs the right to
+    /// publish to the feed; with `If-Match`, only the version it names is removed.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /api/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/items/{item}/delete(removeItem)`.
+    package func removeItem(
+        path: Operations.RemoveItem.Input.Path,
+        headers: Operations.RemoveItem.Input.Headers = .init()
+    ) async throws -> Operations.RemoveItem.Output {
+        try await removeItem(Operations.RemoveItem.Input(
+            path: path,
+            headers: headers
+        ))
+    }
     /// A feed's name and head
     ///
     /// `head` is the feed's newest position: the number of items it has gained, `0` for a feed nothing was published to (which exists as an empty feed).
@@ -457,6 +619,84 @@ extension APIProtocol {
             path: path,
             headers: headers,
             body: body
+        ))
+    }
+    /// One item of the feed, with its version as `ETag`
+    ///
+    /// - Remark: HTTP `GET /api/feeds/{feed}/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/get(getFeedItem)`.
+    package func getFeedItem(
+        path: Operations.GetFeedItem.Input.Path,
+        headers: Operations.GetFeedItem.Input.Headers = .init()
+    ) async throws -> Operations.GetFeedItem.Output {
+        try await getFeedItem(Operations.GetFeedItem.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Change some fields of an item of the feed (a JSON merge patch)
+    ///
+    /// RFC 7396: each member sets its field, `null` removes it (`summary`, `link`,
+    /// `author`). `title` and `published` cannot be removed, `id` cannot be changed, and a
+    /// member an item has not is refused (`400`), as is a patch that is not an object. As
+    /// `PUT` otherwise: the item stays where it is, takes the next version, and its pages
+    /// are told.
+    ///
+    ///
+    /// - Remark: HTTP `PATCH /api/feeds/{feed}/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/patch(patchFeedItem)`.
+    package func patchFeedItem(
+        path: Operations.PatchFeedItem.Input.Path,
+        headers: Operations.PatchFeedItem.Input.Headers = .init(),
+        body: Operations.PatchFeedItem.Input.Body
+    ) async throws -> Operations.PatchFeedItem.Output {
+        try await patchFeedItem(Operations.PatchFeedItem.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Replace an item of the feed in place
+    ///
+    /// The item's fields become the body's, where it stands in the list (its position does
+    /// not change): a field left out is removed, but `published`, which stays as it was
+    /// when left out; `id`, when given, must be the path's. It takes the feed's next
+    /// version, and every page that shows it, on every instance, gets a `changes` event.
+    /// Replacing an item with what it holds changes nothing. Needs the right to publish to
+    /// the feed; with `If-Match`, only the version it names is replaced (`412` otherwise).
+    ///
+    ///
+    /// - Remark: HTTP `PUT /api/feeds/{feed}/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/put(replaceFeedItem)`.
+    package func replaceFeedItem(
+        path: Operations.ReplaceFeedItem.Input.Path,
+        headers: Operations.ReplaceFeedItem.Input.Headers = .init(),
+        body: Operations.ReplaceFeedItem.Input.Body
+    ) async throws -> Operations.ReplaceFeedItem.Output {
+        try await replaceFeedItem(Operations.ReplaceFeedItem.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Remove an item of the feed
+    ///
+    /// The item leaves the list; its position is never taken again. Every page that shows
+    /// it gets a `changes` event with its removal, and `news` no longer counts it. A
+    /// tombstone of its id and position is kept for `--change-retention` (7 days by
+    /// default), so a page that comes back within it is told too. Needs the right to
+    /// publish to the feed; with `If-Match`, only the version it names is removed.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /api/feeds/{feed}/items/{item}`.
+    /// - Remark: Generated from `#/paths//api/feeds/{feed}/items/{item}/delete(removeFeedItem)`.
+    package func removeFeedItem(
+        path: Operations.RemoveFeedItem.Input.Path,
+        headers: Operations.RemoveFeedItem.Input.Headers = .init()
+    ) async throws -> Operations.RemoveFeedItem.Output {
+        try await removeFeedItem(Operations.RemoveFeedItem.Input(
+            path: path,
+            headers: headers
         ))
     }
 }

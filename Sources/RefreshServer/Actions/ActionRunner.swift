@@ -15,6 +15,11 @@ struct ActionResult: Sendable {
     var replacesList = false
     /// The feed's head when the items were read, when they bring the page up to date.
     var head: FeedPosition?
+    /// The feed's version the items were read at.
+    var version: FeedVersion?
+    /// What changed in the window the page showed, since the version it showed it as (a
+    /// refresh brings them with the new items).
+    var changes: FeedChanges?
 }
 
 /// How an action ends.
@@ -115,27 +120,50 @@ struct ActionRunner: Sendable {
         var result: ActionResult
         if let shown = window.shown {
             let page = try await feed.added(after: shown, limit: pageSize)
-            if page.hasMore {
+            // What changed in the rows the page shows: a refresh that brought nothing new but
+            // left a row stale would not be up to date.
+            var changes: FeedChanges?
+            var known = true
+            if let positions = window.positions, let version = window.version {
+                changes = try await feed.changes(since: version, within: positions, limit: Self.longestChanges)
+                known = changes != nil
+            }
+            if page.hasMore || !known {
                 let latest = try await feed.older(than: nil, limit: pageSize)
-                result = ActionResult(op: .prepend, items: latest.items, hasMore: latest.hasMore, replacesList: true, head: latest.head)
+                result = ActionResult(
+                    op: .prepend, items: latest.items, hasMore: latest.hasMore, replacesList: true, head: latest.head, version: latest.version)
             } else {
-                result = ActionResult(op: .prepend, items: page.items, hasMore: nil, head: page.head)
+                result = ActionResult(op: .prepend, items: page.items, hasMore: nil, head: page.head, version: page.version, changes: changes)
             }
         } else {
             let page = try await feed.older(than: nil, limit: pageSize)
-            result = ActionResult(op: .prepend, items: page.items, hasMore: page.hasMore, head: page.head)
+            result = ActionResult(op: .prepend, items: page.items, hasMore: page.hasMore, head: page.head, version: page.version)
         }
         try Task.checkCancellation()
-        let count = result.items.count
         let message =
             result.replacesList
             ? "Showing the latest items"
-            : count == 0
-                ? (update.added == 0 ? "Already up to date" : update.message)
-                : count == 1 ? "1 new item" : "\(count) new items"
+            : Self.summary(added: result.items.count, changed: result.changes?.changes.count ?? 0, update: update)
         try await Task.sleep(until: holdUntil, clock: ContinuousClock())
         report(.progress(fraction: 1, stage: "done", message: message))
         return result
+    }
+
+    /// The most changes a refresh brings to the rows a page shows; past them, it starts the
+    /// list over, which costs the page less than applying them one by one.
+    static let longestChanges = 200
+
+    /// What a refresh says it brought: "Already up to date" only when nothing is new and no
+    /// row the page shows changed.
+    static func summary(added: Int, changed: Int, update: FeedUpdate) -> String {
+        let new = added == 1 ? "1 new item" : "\(added) new items"
+        let edited = changed == 1 ? "1 item changed" : "\(changed) items changed"
+        switch (added, changed) {
+        case (0, 0): return update.added == 0 ? "Already up to date" : update.message
+        case (_, 0): return new
+        case (0, _): return edited
+        default: return "\(new), \(edited)"
+        }
     }
 
     private func loadMore(window: PageWindow, report: @escaping Report) async throws -> ActionResult {
@@ -144,7 +172,8 @@ struct ActionRunner: Sendable {
         try Task.checkCancellation()
         report(.progress(fraction: 1, stage: "done", message: page.items.isEmpty ? "No more items" : "\(page.items.count) older items"))
         // The first page a page shows is the newest: from here on, what the feed gains is news.
-        return ActionResult(op: .append, items: page.items, hasMore: page.hasMore, head: window.shown == nil ? page.head : nil)
+        return ActionResult(
+            op: .append, items: page.items, hasMore: page.hasMore, head: window.shown == nil ? page.head : nil, version: page.version)
     }
 
     /// A sentence for people; feeds throw errors whose description is one.

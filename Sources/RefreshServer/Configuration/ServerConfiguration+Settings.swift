@@ -205,6 +205,9 @@ extension ServerConfiguration {
             help: "Kernel send buffer of each event stream, in bytes; a reader that stops reading gets the newest state, not a backlog.",
             value: "bytes"),
         .seconds(
+            "change-retention", \.changeRetention, atLeast: .seconds(1),
+            help: "Seconds a removed item's tombstone is kept: a page back within it is told what changed instead of reloading its list."),
+        .seconds(
             "keepalive", \.keepaliveInterval, atLeast: .seconds(1), help: "Seconds between keepalive comments on idle event streams."),
         .seconds("refresh-timeout", \.actionTimeout, help: "Seconds after which a refresh or load-more fails as timed out."),
         .milliseconds(

@@ -114,6 +114,9 @@ public struct ServerConfiguration: Sendable {
     /// ``replayBufferLength`` is reached first: events of many large items would otherwise
     /// hold megabytes per session. The newest event is kept whatever its size.
     public var replayBufferBytes = 1 << 20
+    /// How long a removed item's tombstone is kept: a page that comes back within this long
+    /// is told of the removal (and of every edit) instead of reloading its list.
+    public var changeRetention: Duration = .seconds(7 * 24 * 3600)
     /// Comment sent on idle streams so proxies and browsers keep them open.
     public var keepaliveInterval: Duration = .seconds(15)
     /// Kernel send buffer of an event stream's socket. Small on purpose: a reader that stops

@@ -37,6 +37,55 @@ enum ItemDecoding {
         return items
     }
 
+    /// The body of `PUT …/items/{id}`: the item's new fields, which replace all of its
+    /// current ones (a field left out is removed), but `published` when left out (the item
+    /// keeps its time) and `id`, which must be the path's when given.
+    static func replacement(_ body: JSONValue, of current: FeedItem) throws(APIError) -> FeedItem {
+        guard case .object = body else { throw .wrongType("The body", expected: "an object", got: body) }
+        let input = try JSONValueDecoder<APIError>().decode(Input.self, from: body)
+        if let id = input.id, !id.utf8.elementsEqual(current.id.utf8) { throw .invalid("id", "must be the item's id in the path, or left out") }
+        var replaced = try item(input, path: "", now: current.published, index: 0)
+        replaced.id = current.id
+        return replaced
+    }
+
+    /// The members a merge patch of an item may name.
+    static let patchable: Set<String> = ["title", "summary", "link", "author", "published"]
+
+    /// The item `current` with the JSON merge patch `body` applied (RFC 7396): a member sets
+    /// its field, `null` removes it; `title` and `published` cannot be removed, `id` cannot
+    /// change, and a member the item has not is refused rather than dropped.
+    static func patched(_ body: JSONValue, of current: FeedItem) throws(APIError) -> FeedItem {
+        guard case .object(let members) = body else {
+            throw .invalid("The body", "must be a JSON merge patch: an object of the fields to change")
+        }
+        if members["id"] != nil { throw .invalid("id", "cannot be changed: the id names the item") }
+        if let unknown = members.keys.sorted().first(where: { !patchable.contains($0) }) {
+            throw .invalid(unknown, "is not a field of an item (title, summary, link, author, published)")
+        }
+        var input = Input(
+            id: current.id, title: current.title, summary: current.summary, link: current.link, author: current.author,
+            published: current.published.rfc3339)
+        for (key, value) in members {
+            let text: String?
+            switch value {
+            case .null:
+                guard key != "title", key != "published" else { throw .invalid(key, "cannot be removed") }
+                text = nil
+            case .string(let string): text = string
+            default: throw .wrongType(key, expected: "a string or null", got: value)
+            }
+            switch key {
+            case "title": input.title = text
+            case "summary": input.summary = text
+            case "link": input.link = text
+            case "author": input.author = text
+            default: input.published = text
+            }
+        }
+        return try item(input, path: "", now: current.published, index: 0)
+    }
+
     private static func item(_ input: Input, path: String, now: Timestamp, index: Int) throws(APIError) -> FeedItem {
         func field(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
         let title = try text(input.title, .title, field("title"), required: true)!

@@ -83,9 +83,10 @@ struct SessionRequest: Decodable {
     }
 }
 
-/// `"resume": {"head": POSITION, "oldest": ID, "pagedThrough"?: POSITION}` in a new
-/// session's body: what the page already shows. `head` is the last `head` its `items`
-/// events said, `oldest` its last item. `pagedThrough` (the head its list started from),
+/// `"resume": {"head": POSITION, "oldest": ID, "version"?: VERSION, "pagedThrough"?: POSITION}`
+/// in a new session's body: what the page already shows. `head` is the last `head` its
+/// `items` events said, `oldest` its last item, `version` the last version its `items` and
+/// `changes` events said. `pagedThrough` (the head its list started from),
 /// which pages sent while the list was ordered by date, is checked and no longer needed:
 /// paging down goes by positions, below the oldest item's.
 enum ResumeDecoding {
@@ -93,11 +94,15 @@ enum ResumeDecoding {
         var head: Int?
         var oldest: String?
         var pagedThrough: Int?
+        var version: Int?
     }
 
     struct Resume {
         var head: FeedPosition
         var oldest: String
+        /// The feed's version the page shows its rows as (`nil` from a page that does not
+        /// say): the new session tells it what changed in them since.
+        var version: FeedVersion?
     }
 
     static func decode(_ body: JSONValue?) throws(APIError) -> Resume? {
@@ -111,7 +116,8 @@ enum ResumeDecoding {
         if let pagedThrough = resume.pagedThrough, !(0...head).contains(pagedThrough) {
             throw .outOfRange("resume.pagedThrough must be 0…head.")
         }
-        return Resume(head: FeedPosition(head), oldest: oldest)
+        if let version = resume.version, version < 0 { throw .outOfRange("resume.version must be at least 0.") }
+        return Resume(head: FeedPosition(head), oldest: oldest, version: resume.version.map(FeedVersion.init))
     }
 }
 

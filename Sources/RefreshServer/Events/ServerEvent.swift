@@ -7,7 +7,7 @@ import RefreshJSON
 /// byte, by every stream and every replay that sends it.
 struct ServerEvent: Sendable {
     enum Kind: String, Sendable {
-        case state, progress, items, done, news, reset
+        case state, progress, items, done, news, changes, reset
     }
 
     let id: UInt64
@@ -61,7 +61,10 @@ enum EventData {
 
     /// `head`, when the items bring the page up to date: the feed position it has now seen
     /// everything up to, which a page that loses its session resumes from elsewhere.
-    static func items(action: ActionID?, op: String, items: [FeedItem], hasMore: Bool, head: FeedPosition? = nil) -> ByteBuffer {
+    /// `version`: the feed's version the items were read at.
+    static func items(
+        action: ActionID?, op: String, items: [FeedItem], hasMore: Bool, head: FeedPosition? = nil, version: FeedVersion? = nil
+    ) -> ByteBuffer {
         var json = JSONWriter(capacity: 128 + items.count * 200)
         json.beginObject()
         json.field("actionId", action?.description)
@@ -70,6 +73,7 @@ enum EventData {
         json.items(items)
         json.field("hasMore", hasMore)
         if let head { json.field("head", Int(head)) }
+        if let version { json.field("version", Int(version)) }
         json.endObject()
         return json.buffer
     }
@@ -97,6 +101,20 @@ enum EventData {
         json.field("published", head.item.published.rfc3339)
         json.endObject()
         json.field("head", Int(head.position))
+        json.endObject()
+        return json.buffer
+    }
+
+    /// `changes`: each already encoded (``ChangeLog/encode(_:)``), and the version the page
+    /// shows once it applied them.
+    static func changes(version: FeedVersion, _ changes: [ByteBuffer]) -> ByteBuffer {
+        var json = JSONWriter(capacity: 32 + changes.reduce(0) { $0 + $1.readableBytes + 1 })
+        json.beginObject()
+        json.field("version", Int(version))
+        json.key("changes")
+        json.beginArray()
+        for change in changes { json.encoded(change) }
+        json.endArray()
         json.endObject()
         return json.buffer
     }

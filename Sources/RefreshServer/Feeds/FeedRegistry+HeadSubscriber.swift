@@ -18,4 +18,12 @@ extension FeedRegistry: HeadSubscriber {
     func headMoved(in feed: FeedName, to head: FeedHead) async {
         await news(of: feed)?.advance(to: head)
     }
+
+    func knownVersion(of feed: FeedName) -> FeedVersion? {
+        news(of: feed)?.version
+    }
+
+    func feedChanged(in feed: FeedName, from: FeedVersion?, to version: FeedVersion, changes: [FeedChange]?) async {
+        await news(of: feed)?.changed(from: from, to: version, changes: changes)
+    }
 }

@@ -32,12 +32,24 @@ struct MeteredFeed: FeedSource {
         try await counted(.read) { try await base.head() }
     }
 
-    func publish(_ items: [FeedItem]) async throws -> [FeedItem] {
-        try await counted(.write) { try await base.publish(items) }
+    func publishing(_ items: [FeedItem]) async throws -> FeedWrite {
+        try await counted(.write) { try await base.publishing(items) }
     }
 
-    func publishReportingHead(_ items: [FeedItem]) async throws -> (stored: [FeedItem], head: FeedHead?) {
-        try await counted(.write) { try await base.publishReportingHead(items) }
+    func replace(_ item: FeedItem, ifVersion version: FeedVersion?) async throws -> FeedWrite {
+        try await counted(.write) { try await base.replace(item, ifVersion: version) }
+    }
+
+    func remove(id: String, ifVersion version: FeedVersion?) async throws -> FeedWrite {
+        try await counted(.write) { try await base.remove(id: id, ifVersion: version) }
+    }
+
+    func changes(since version: FeedVersion, within positions: ClosedRange<FeedPosition>, limit: Int) async throws -> FeedChanges? {
+        try await counted(.read) { try await base.changes(since: version, within: positions, limit: limit) }
+    }
+
+    func forgetRemovals(before time: Timestamp) async throws -> Int {
+        try await counted(.write) { try await base.forgetRemovals(before: time) }
     }
 
     func item(id: String) async throws -> FeedItem? {
@@ -58,7 +70,10 @@ struct MeteredFeed: FeedSource {
         do {
             return try await call()
         } catch {
-            if !(error is CancellationError), !Task.isCancelled { metrics.storeFailed(operation) }
+            // An id the feed does not hold, or another version of it, is the request's, not the store's.
+            if !(error is CancellationError), !(error is FeedItemNotFound), !(error is FeedVersionMismatch), !Task.isCancelled {
+                metrics.storeFailed(operation)
+            }
             throw error
         }
     }

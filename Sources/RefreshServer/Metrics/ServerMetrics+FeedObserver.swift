@@ -17,6 +17,10 @@ extension ServerMetrics: FeedObserver {
     public func upstreamTextCut(in field: ItemRules.Field) {
         upstreamFieldCut(field)
     }
+
+    public func upstreamItemsEdited(_ count: Int) {
+        upstreamEdited(count)
+    }
 }
 
 extension ServerMetrics.Outcome {

@@ -54,6 +54,10 @@ public final class ServerMetrics: Sendable {
     private let replayMisses: CoreMetrics.Counter
     private let resets: [ResetCause: CoreMetrics.Counter]
     private let coalesced: CoreMetrics.Counter
+    private let changesSentCounter: CoreMetrics.Counter
+    private let replayChanges: CoreMetrics.Counter
+    private let itemChanges: [ItemChange: CoreMetrics.Counter]
+    private let upstreamEdits: CoreMetrics.Counter
     private let newsFanOut: Metrics.Timer
 
     // MARK: Feed
@@ -128,6 +132,15 @@ public final class ServerMetrics: Sendable {
         resets = counters(
             ResetCause.allCases, "resets", "reset events sent, by cause: a stream's gap, or a refresh that replaced the list.", by: "cause")
         coalesced = counter("events_coalesced", "Superseded state and news events a stream never got: it was sent only the latest.", [])
+        changesSentCounter = counter(
+            "changes_sent", "Edits and removals of items sent to the pages that show them (a change counted once per page told).", [])
+        replayChanges = counter(
+            "replay_changes", "Reconnects past the replay buffer answered with what changed in the page's list instead of reset.", [])
+        itemChanges = counters(
+            ItemChange.allCases, "item_changes", "Items edited in place or removed through the API, by kind.", by: "kind")
+        upstreamEdits = counter(
+            "upstream_items_edited", "Stored items an upstream refresh edited in place: their entry's title, summary, link, author or date changed.",
+            [])
         newsFanOut = timer(
             "news_fanout", "From the feed's head moving to the last event loop having written its streams' news.",
             buckets: [
@@ -240,6 +253,25 @@ public final class ServerMetrics: Sendable {
         resets[cause]?.increment()
     }
 
+    /// Changes sent to one page.
+    func changesSent(_ count: Int) {
+        changesSentCounter.increment(by: count)
+    }
+
+    /// A reconnect past the replay buffer answered with changes.
+    func resumedByVersion() {
+        replayChanges.increment()
+    }
+
+    /// An item edited or removed through the API.
+    func itemChanged(_ kind: ItemChange) {
+        itemChanges[kind]?.increment()
+    }
+
+    func upstreamEdited(_ count: Int) {
+        upstreamEdits.increment(by: count)
+    }
+
     /// Superseded events a stream skipped.
     func eventsCoalesced(_ count: Int) {
         coalesced.increment(by: count)
@@ -330,6 +362,10 @@ public final class ServerMetrics: Sendable {
             default: self = .other
             }
         }
+    }
+
+    enum ItemChange: String, CaseIterable, Sendable {
+        case edit, remove
     }
 
     enum ResetCause: String, CaseIterable, Sendable {

@@ -18,7 +18,7 @@ struct ItemRoutes: Sendable {
     static let feedParameter = "feed"
 
     /// The feed the path names; `main` for a path without one.
-    private func name(_ request: Request, _ context: Context) throws(APIError) -> FeedName {
+    func name(_ request: Request, _ context: Context) throws(APIError) -> FeedName {
         let field = "The feed's name"
         guard let text = context.parameters.get(Self.feedParameter) else { return .main }
         // The router reads `//` as `/`: `/api/feeds//items` would name the feed `items`.
@@ -83,21 +83,18 @@ struct ItemRoutes: Sendable {
             throw APIError.malformedJSON("the body is empty")
         }
         let items = try ItemDecoding.decode(body, now: .now())
-        let stored: [FeedItem]
-        let head: FeedHead?
+        let written: FeedWrite
         do {
-            (stored, head) = try await feed.publishReportingHead(items)
+            written = try await feed.publishing(items)
         } catch let error as FeedStoreUnavailable {
             return unavailable(error, items: items, request: request, context: context)
         }
         // The feed's sessions here hear of it; with none, there is nobody to tell.
-        if let news = feeds.news(of: name) {
-            if let head { await news.advance(to: head) } else { await news.catchUp() }
-        }
+        await feeds.news(of: name)?.written(written)
         return JSONResponse.make(.created, request: request) { json in
             json.beginObject()
             json.key("items")
-            json.items(stored)
+            json.items(written.stored)
             json.endObject()
         }
     }

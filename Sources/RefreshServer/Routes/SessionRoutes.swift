@@ -38,7 +38,7 @@ struct SessionRoutes: Sendable {
             let feed = try feeds.view(name)
             if let resume {
                 await session.readHeadIfUnknown()
-                window = try await shownWindow(resume, in: feed)
+                window = try await shownWindow(resume, in: feed, news: feeds.news(of: name))
             }
             // A list that is not continued starts over, from the newest items: in the answer,
             // unless the server has no room for the page's stream now. Such a page shows
@@ -72,6 +72,7 @@ struct SessionRoutes: Sendable {
                 json.items(firstPage.items)
                 json.field("hasMore", firstPage.hasMore)
                 json.field("head", Int(firstPage.head))
+                json.field("version", Int(firstPage.version))
                 json.endObject()
             }
             json.endObject()
@@ -81,13 +82,20 @@ struct SessionRoutes: Sendable {
     /// What a page that has seen the feed up to `resume.head`, down to the item
     /// `resume.oldest`, shows; `nil` when this feed cannot continue that list (it has no such
     /// item, or is behind that head): the page then starts afresh.
-    private func shownWindow(_ resume: ResumeDecoding.Resume, in feed: any FeedSource) async throws -> PageWindow? {
+    private func shownWindow(_ resume: ResumeDecoding.Resume, in feed: any FeedSource, news: FeedNews?) async throws -> PageWindow? {
         guard let position = try await feed.position(of: resume.oldest), position <= resume.head, let current = try await feed.head(),
             resume.head <= current.position
         else { return nil }
         var window = PageWindow()
         window.shown = resume.head
         window.oldest = position
+        window.version = resume.version
+        // What was removed among the items the page does not show yet is not counted in its news.
+        if let version = resume.version, resume.head < current.position,
+            let gone = try await feed.changes(since: version, within: (resume.head + 1)...current.position, limit: FeedNews.changesRead)
+        {
+            news?.learnRemovals(gone.changes.compactMap { if case .remove(_, let position, _) = $0 { position } else { nil } })
+        }
         return window
     }
 

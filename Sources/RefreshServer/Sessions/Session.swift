@@ -55,7 +55,15 @@ public final class Session: Sendable, NewsListener {
         var ended = false
         /// The head the last `news` event told of: the same head is not told twice.
         var announced: FeedPosition = 0
+        /// The count the last `news` event said: a removal among those items corrects it.
+        var announcedCount: FeedPosition = 0
         var live = LiveFetch.idle
+        /// A read of the store for the changes the window's version is behind the feed's
+        /// change log by: while it runs, the log's moves wait for it.
+        var readingChanges: Task<Void, Never>?
+        /// The versions the page shows its window as, by the event that brought each: a page
+        /// that comes back past the replay buffer is told what changed since its own.
+        var pageVersions = PageVersions()
         /// When the samples request behind the `state` event just appended arrived: its
         /// wake-up carries it to the stream that writes it, where the latency is measured.
         var sampleArrival: ContinuousClock.Instant?
@@ -180,19 +188,32 @@ public final class Session: Sendable, NewsListener {
             case .completed(let result):
                 if result.replacesList {
                     state.window = PageWindow()
-                    state.log.append(.reset, EventData.reset(reason: "More new items than a refresh sends: the list starts over."))
+                    let reset = state.log.append(.reset, EventData.reset(reason: "More new items than a refresh sends: the list starts over."))
+                    state.pageVersions.windowMoved(at: reset.id)
                     services.metrics.resetSent(.listReplaced)
                 }
+                // The rows the page shows first take what changed in them, then the new ones come.
+                if let changes = result.changes { deliver(changes, &state) }
                 let shown = state.window.shown
-                state.window.include(result.items, op: result.op, head: result.head)
+                let before = state.window
+                let added = state.window.include(result.items, op: result.op, head: result.head, version: result.version)
                 // What was told may now be shown: a later head is told afresh.
                 if state.window.shown != shown { state.announced = 0 }
                 let hasMore = result.hasMore ?? state.engine.hasMore
-                state.log.append(
+                // The list is as of the older of its parts' versions until the changes after it come.
+                let shownAs = Self.shownAs(before: before.version, read: result.version)
+                let items = state.log.append(
                     .items,
                     EventData.items(
                         action: job.id, op: result.op.rawValue, items: result.items, hasMore: hasMore,
-                        head: result.head.flatMap { _ in state.window.shown }))
+                        head: result.head.flatMap { _ in state.window.shown }, version: shownAs))
+                if !result.items.isEmpty || result.replacesList {
+                    state.pageVersions.windowMoved(at: items.id, version: shownAs)
+                } else if let shownAs {
+                    // No row came: the list did not move, and is as of this version from here.
+                    state.pageVersions.changed(at: items.id, version: shownAs)
+                }
+                catchUpOnChanges(&state, segments: Self.segments(before: before, added: added, read: result.version))
                 state.log.append(.done, EventData.done(action: job.id, kind: job.kind, outcome: .completed, added: result.items.count, error: nil))
                 effects = state.engine.actionFinished(job.id, outcome: .completed, hasMore: result.hasMore)
             case .failed(let message):
@@ -222,7 +243,9 @@ public final class Session: Sendable, NewsListener {
     func resume(showing window: PageWindow) {
         mutate { state in
             state.window = window
+            state.pageVersions = PageVersions(version: window.version)
             catchUpOnNews(&state)
+            catchUpOnChanges(&state)
         }
     }
 
@@ -231,9 +254,11 @@ public final class Session: Sendable, NewsListener {
     /// while older items remain.
     func show(firstPage page: FeedPage) {
         mutate { state in
-            state.window.include(page.items, op: .append, head: page.head)
+            state.window.include(page.items, op: .append, head: page.head, version: page.version)
+            state.pageVersions = PageVersions(version: state.window.version)
             state.engine.firstPageShown(hasMore: page.hasMore)
             catchUpOnNews(&state)
+            catchUpOnChanges(&state)
         }
     }
 
@@ -241,7 +266,20 @@ public final class Session: Sendable, NewsListener {
     /// new items. Called on an event loop the session has streams on, whose streams then
     /// write at once; a session with nothing to tell wakes none.
     func headAdvanced(_ payloads: NewsPayloads) {
-        mutate { state in announce(payloads.head, payload: payloads.data(shown:), &state) }
+        mutate { state in announce(payloads.head, count: payloads.count(shown:), payload: payloads.data(shown:), &state) }
+    }
+
+    /// Items of the window were edited or removed, or the news the page was told counts an
+    /// item that is gone: the page is told, on an event loop the session has streams on.
+    func feedChanged(_ payloads: ChangePayloads) {
+        mutate { state in
+            catchUpOnChanges(&state, payloads: payloads)
+            // A removal among the items the page was told of corrects their count.
+            if let news = payloads.news, state.announced > 0, let shown = state.window.shown, news.count(shown: shown) != state.announcedCount {
+                state.announced = 0
+                announce(news.head, count: news.count(shown:), payload: news.data(shown:), &state)
+            }
+        }
     }
 
     /// Tells the page of the newest head if it shows less.
@@ -249,10 +287,15 @@ public final class Session: Sendable, NewsListener {
         guard config.news != .off, let shown = state.window.shown, services.news.position > shown,
             let head = services.news.head
         else { return }
-        announce(head, payload: { EventData.news(count: head.position - $0, head: head) }, &state)
+        let news = services.news
+        announce(
+            head, count: { news.count(after: $0, through: head.position) },
+            payload: { EventData.news(count: news.count(after: $0, through: head.position), head: head) }, &state)
     }
 
-    private func announce(_ head: FeedHead, payload: (FeedPosition) -> ByteBuffer, _ state: inout State) {
+    private func announce(
+        _ head: FeedHead, count: (FeedPosition) -> FeedPosition, payload: (FeedPosition) -> ByteBuffer, _ state: inout State
+    ) {
         guard config.news != .off, !state.ended, let shown = state.window.shown, head.position > shown else { return }
         // The refresh running brings these items itself, and catches up on the rest when it ends.
         guard state.engine.runningJob?.kind != .refresh else { return }
@@ -265,7 +308,115 @@ public final class Session: Sendable, NewsListener {
         }
         guard head.position > state.announced else { return }
         state.announced = head.position
+        state.announcedCount = count(shown)
         state.log.append(.news, payload(shown))
+    }
+
+    // MARK: - Changes
+
+    /// The version a list is as of once items read at `read` joined it: the older of the two.
+    private static func shownAs(before: FeedVersion?, read: FeedVersion?) -> FeedVersion? {
+        guard let before else { return read }
+        guard let read else { return before }
+        return min(before, read)
+    }
+
+    /// The parts of a window and the versions each is shown as, after items read at `read`
+    /// joined a window shown as `before.version`: the new part as of the read, the rest as
+    /// of the window's version (or the read's, when that is newer).
+    private static func segments(
+        before: PageWindow, added: ClosedRange<FeedPosition>?, read: FeedVersion?
+    )
+        -> [(ClosedRange<FeedPosition>, FeedVersion)]
+    {
+        var segments: [(ClosedRange<FeedPosition>, FeedVersion)] = []
+        if let old = before.positions, let version = before.version { segments.append((old, max(version, read ?? 0))) }
+        if let added, let read { segments.append((added, read)) }
+        return segments
+    }
+
+    /// Changes the store read for the window (a refresh's): those after the version the
+    /// window shows go to the page as one `changes` event.
+    private func deliver(_ read: FeedChanges, _ state: inout State) {
+        guard let since = state.window.version, let positions = state.window.positions else { return }
+        let changes = read.changes.filter { $0.version > since && positions.contains($0.position) }
+        state.window.version = max(since, read.version)
+        guard !changes.isEmpty else { return }
+        appendChanges(changes.map(ChangeLog.encode), version: state.window.version ?? read.version, &state)
+    }
+
+    /// Tells the page what changed in its window since the version it shows it as (each of
+    /// `segments` since its own), from the feed's change log when it reaches back that far,
+    /// else from one read of the store; then the window is shown as the log's version.
+    private func catchUpOnChanges(
+        _ state: inout State, payloads: ChangePayloads? = nil, segments given: [(ClosedRange<FeedPosition>, FeedVersion)]? = nil
+    ) {
+        guard state.readingChanges == nil, !state.ended else { return }
+        let segments = given ?? state.window.positions.flatMap { range in state.window.version.map { [(range, $0)] } } ?? []
+        guard let log = payloads?.log ?? services.news.changeLog else {
+            // The feed's version is not known yet: what the window shows stands as it is.
+            return
+        }
+        var entries: [ChangeLog.Entry] = []
+        var behind: [(ClosedRange<FeedPosition>, FeedVersion)] = []
+        for (range, since) in segments where since < log.version {
+            if let found = log.changes(after: since, within: range) { entries += found } else { behind.append((range, since)) }
+        }
+        guard behind.isEmpty else { return readChanges(behind, &state) }
+        if state.window.positions != nil { state.window.version = max(state.window.version ?? 0, log.version) }
+        guard !entries.isEmpty else { return }
+        entries.sort { $0.change.version < $1.change.version }
+        let data = payloads?.data(entries) ?? EventData.changes(version: log.version, entries.map(\.json))
+        let event = state.log.append(.changes, data)
+        state.pageVersions.changed(at: event.id, version: log.version)
+        services.metrics.changesSent(entries.count)
+    }
+
+    private func appendChanges(_ changes: [ByteBuffer], version: FeedVersion, _ state: inout State) {
+        let event = state.log.append(.changes, EventData.changes(version: version, changes))
+        state.pageVersions.changed(at: event.id, version: version)
+        services.metrics.changesSent(changes.count)
+    }
+
+    /// The window's version is behind the change log: reads what changed in each segment
+    /// since its version, then tells the page and catches up on the log from there. A window
+    /// whose changes cannot be told any more (their tombstones forgotten) starts over.
+    private func readChanges(_ segments: [(ClosedRange<FeedPosition>, FeedVersion)], _ state: inout State) {
+        let window = state.window
+        state.readingChanges = Task { [services] in
+            var reads: [FeedChanges?] = []
+            for (range, since) in segments { reads.append(await services.news.changes(since: since, within: range)) }
+            self.readChanges(reads, for: segments, window: window)
+        }
+    }
+
+    private func readChanges(
+        _ reads: [FeedChanges?], for segments: [(ClosedRange<FeedPosition>, FeedVersion)], window: PageWindow
+    ) {
+        mutate { state in
+            state.readingChanges = nil
+            guard !state.ended else { return }
+            // The window moved meanwhile (a refresh, a reset): it catches up from where it is.
+            guard state.window == window else { return catchUpOnChanges(&state) }
+            guard reads.allSatisfy({ $0 != nil }) else {
+                state.window = PageWindow()
+                let reset = state.log.append(.reset, EventData.reset(reason: "What changed in the list can no longer be told: reload it."))
+                state.pageVersions.windowMoved(at: reset.id)
+                services.metrics.resetSent(.gap)
+                return
+            }
+            var changes: [FeedChange] = []
+            var version = FeedVersion.max
+            for (read, (range, since)) in zip(reads.compactMap { $0 }, segments) {
+                changes += read.changes.filter { $0.version > since && range.contains($0.position) }
+                version = min(version, read.version)
+            }
+            state.window.version = version
+            if !changes.isEmpty {
+                appendChanges(changes.sorted { $0.version < $1.version }.map(ChangeLog.encode), version: version, &state)
+            }
+            catchUpOnChanges(&state)
+        }
     }
 
     /// Live mode: reads what the feed gained after `shown` and prepends it, unless the page
@@ -287,9 +438,14 @@ public final class Session: Sendable, NewsListener {
                 state.live = .gaveUp(at: services.news.position)
                 return catchUpOnNews(&state)
             }
-            state.window.include(read.page.items, op: .prepend, head: read.page.head)
+            let before = state.window
+            let added = state.window.include(read.page.items, op: .prepend, head: read.page.head, version: read.page.version)
             state.announced = 0
-            if !read.page.items.isEmpty { state.log.append(.items, read.data(hasMore: state.engine.hasMore)) }
+            if !read.page.items.isEmpty {
+                let event = state.log.append(.items, read.data(hasMore: state.engine.hasMore))
+                state.pageVersions.windowMoved(at: event.id, version: Self.shownAs(before: before.version, read: read.page.version))
+            }
+            catchUpOnChanges(&state, segments: Self.segments(before: before, added: added, read: read.page.version))
             catchUpOnNews(&state)
         }
     }
@@ -306,8 +462,9 @@ public final class Session: Sendable, NewsListener {
             guard !state.ended else { return nil }
             state.lastActive = now
             if let group = state.log.addListener(listener) { services.news.streamsOpened(group, of: self) }
-            // News that came while no stream was open.
+            // News and changes that came while no stream was open.
             catchUpOnNews(&state)
+            catchUpOnChanges(&state)
             let delivery = catchUp(after: lastEventID, &state)
             if lastEventID != nil {
                 services.metrics.replayed(hit: !delivery.gap)
@@ -369,11 +526,25 @@ public final class Session: Sendable, NewsListener {
             // Ids are dense: every id after the cursor that is not sent was superseded.
             return Delivery(events: events, cursor: next, coalesced: Int(next - cursor) - events.count)
         case .gap:
+            let snapshot = ServerEvent(id: lastID, kind: .state, data: EventData.state(state.engine.gestureState))
+            // Past the buffer, a page whose list the missed events did not change is told
+            // what changed in it since the version it last showed, from the change log.
+            if cursor <= lastID, let shownAs = state.pageVersions.version(at: cursor), let positions = state.window.positions,
+                let log = services.news.changeLog, let entries = log.changes(after: shownAs, within: positions)
+            {
+                services.metrics.resumedByVersion()
+                let version = max(log.version, state.window.version ?? 0)
+                state.window.version = version
+                let changes = ServerEvent(id: lastID, kind: .changes, data: EventData.changes(version: version, entries.map(\.json)))
+                if !entries.isEmpty { services.metrics.changesSent(entries.count) }
+                state.pageVersions = PageVersions(version: version, at: lastID)
+                return Delivery(events: [changes, snapshot], cursor: lastID, gap: true)
+            }
             // The page cannot know what it missed: it clears its list and refills it.
             state.window = PageWindow()
+            state.pageVersions = PageVersions()
             services.metrics.resetSent(.gap)
             let reset = ServerEvent(id: lastID, kind: .reset, data: EventData.reset(reason: "Events were missed: reload the list."))
-            let snapshot = ServerEvent(id: lastID, kind: .state, data: EventData.state(state.engine.gestureState))
             return Delivery(events: [reset, snapshot], cursor: lastID, gap: true)
         }
     }
@@ -393,6 +564,8 @@ public final class Session: Sendable, NewsListener {
             state.tasks.removeAll()
             if case .running(let task) = state.live { task.cancel() }
             state.live = .idle
+            state.readingChanges?.cancel()
+            state.readingChanges = nil
             let wakeup = state.log.closeAll()
             for group in wakeup?.groups ?? [] { services.news.streamsClosed(group) }
             return wakeup

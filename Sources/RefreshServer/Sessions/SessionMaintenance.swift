@@ -15,6 +15,9 @@ struct SessionMaintenance: Service {
     let feeds: FeedRegistry
     let keepaliveInterval: Duration
     let catchUpInterval: Duration?
+    /// How long removals' tombstones are kept (`--change-retention`); they are forgotten a
+    /// tenth of it (at most an hour) after that.
+    var changeRetention: Duration = .seconds(7 * 24 * 3600)
 
     func run() async throws {
         do {
@@ -25,6 +28,14 @@ struct SessionMaintenance: Service {
                             try await Task.sleep(for: keepaliveInterval)
                             sessions.tick()
                             sessions.expireIdle()
+                        }
+                    }
+                    group.addTask {
+                        let every = min(changeRetention / 10, .seconds(3600))
+                        while true {
+                            try await Task.sleep(for: every)
+                            let before = Timestamp.now().milliseconds - Int64(changeRetention.components.seconds * 1000)
+                            _ = try? await feeds.main.forgetRemovals(before: Timestamp(milliseconds: before))
                         }
                     }
                     if let catchUpInterval {

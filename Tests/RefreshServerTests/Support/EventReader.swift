@@ -50,27 +50,37 @@ final class EventReader: @unchecked Sendable {
         return chunk
     }
 
-    /// The next block (event, retry or comment), waiting at most `seconds`.
+    /// The next block (event, retry or comment), waiting at most `seconds` in all.
     func next(within seconds: Double = 30) async throws -> SSE {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while true {
             if let range = pending.range(of: "\n\n") {
                 let block = String(pending[..<range.lowerBound])
                 pending.removeSubrange(..<range.upperBound)
                 return Self.parse(block)
             }
-            guard let chunk = try await chunk(within: seconds) else {
+            guard let chunk = try await chunk(within: Self.left(until: deadline)) else {
                 throw TestFailure("the stream ended; pending: \(pending)")
             }
             pending += decode(chunk)
         }
     }
 
-    /// The next real event, skipping `retry:` and comments.
+    /// The next real event, skipping `retry:` and comments, waiting at most `seconds` in all
+    /// (keepalive comments do not extend the wait).
     func nextEvent(within seconds: Double = 30) async throws -> SSE {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while true {
-            let block = try await next(within: seconds)
+            let block = try await next(within: Self.left(until: deadline))
             if block.event != nil { return block }
         }
+    }
+
+    /// The seconds left until `deadline`, at least a millisecond (a wait that is over fails
+    /// with "no data" at once).
+    private static func left(until deadline: ContinuousClock.Instant) -> Double {
+        let left = (deadline - .now).components
+        return max(0.001, Double(left.seconds) + Double(left.attoseconds) / 1e18)
     }
 
     /// Events until (and including) the first named `name`.
