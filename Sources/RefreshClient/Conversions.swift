@@ -11,7 +11,7 @@ extension FeedItem {
     init(_ item: Components.Schemas.Item) {
         self.init(
             id: item.id, title: item.title, summary: item.summary, link: item.link, author: item.author, published: item.published,
-            position: item.position)
+            position: item.position, version: item.version)
     }
 }
 
@@ -49,11 +49,13 @@ extension ItemsUpdate {
     init(_ update: Components.Schemas.ItemsEvent.DataPayload) {
         self.init(
             actionID: update.actionId, operation: update.op == .prepend ? .prepend : .append,
-            items: update.items.map(FeedItem.init), hasMore: update.hasMore, head: update.head)
+            items: update.items.map(FeedItem.init), hasMore: update.hasMore, head: update.head, version: update.version)
     }
 
     init(firstPage page: Components.Schemas.Session.FirstPagePayload) {
-        self.init(actionID: nil, operation: .append, items: page.items.map(FeedItem.init), hasMore: page.hasMore, head: page.head)
+        self.init(
+            actionID: nil, operation: .append, items: page.items.map(FeedItem.init), hasMore: page.hasMore, head: page.head,
+            version: page.version)
     }
 }
 
@@ -107,10 +109,22 @@ struct EventDecoder {
                 News(
                     count: news.count, newestID: news.newest.id, newestTitle: news.newest.title,
                     newestPublished: news.newest.published, head: news.head))
+        case "changes":
+            let changes = try decoder.decode(Components.Schemas.ChangesEvent.DataPayload.self, from: data)
+            return .changes(ItemChanges(version: changes.version, changes: changes.changes.map(ItemChange.init)))
         case "reset":
             return .reset(reason: try decoder.decode(Components.Schemas.ResetEvent.DataPayload.self, from: data).reason)
         default:
             return nil
+        }
+    }
+}
+
+extension ItemChange {
+    init(_ change: Components.Schemas.Change) {
+        switch change {
+        case .case1(let update): self = .update(FeedItem(update.item))
+        case .case2(let removal): self = .remove(id: removal.id, position: removal.position, version: removal.version)
         }
     }
 }

@@ -13,9 +13,12 @@ public struct FeedItem: Sendable, Hashable, Identifiable, Codable {
     /// Where the item stands in its feed (1, 2, 3… in the order the feed gained its items),
     /// which orders the list; a republish never moves it.
     public var position: Int?
+    /// The feed's change that made the item as it is: its publish, or its last edit.
+    public var version: Int?
 
     public init(
-        id: String, title: String, summary: String? = nil, link: String? = nil, author: String? = nil, published: Date, position: Int? = nil
+        id: String, title: String, summary: String? = nil, link: String? = nil, author: String? = nil, published: Date, position: Int? = nil,
+        version: Int? = nil
     ) {
         self.id = id
         self.title = title
@@ -24,6 +27,7 @@ public struct FeedItem: Sendable, Hashable, Identifiable, Codable {
         self.author = author
         self.published = published
         self.position = position
+        self.version = version
     }
 }
 

@@ -11,6 +11,7 @@ struct TokenMiddleware: ClientMiddleware {
     /// The operations whose `security` in Public/openapi.yaml names `token`.
     static let secured: Set<String> = [
         "createSession", "sessionEvents", "listItems", "listFeedItems", "getFeed", "publishItems", "publishFeedItems",
+        "getItem", "getFeedItem", "replaceItem", "replaceFeedItem", "patchItem", "patchFeedItem", "removeItem", "removeFeedItem",
     ]
 
     let token: @Sendable () async throws -> String?
@@ -30,6 +31,26 @@ struct TokenMiddleware: ClientMiddleware {
                 throw RefreshError(status: 401, code: "token_unavailable", message: "the app's token provider failed: \(error)")
             }
             if let token { request.headerFields[.authorization] = "Bearer \(token)" }
+        }
+        return try await next(request, body, baseURL)
+    }
+}
+
+/// Writes `If-Match` and `If-None-Match` as HTTP says: the generated code writes every header
+/// parameter as a URI component, which percent-encodes an entity tag's quotes (`%221%22`),
+/// which no server takes for `"1"`.
+struct EntityTagMiddleware: ClientMiddleware {
+    static let fields: [HTTPField.Name] = [.ifMatch, .ifNoneMatch]
+
+    func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        var request = request
+        for name in Self.fields {
+            if let value = request.headerFields[name], let decoded = value.removingPercentEncoding {
+                request.headerFields[name] = decoded
+            }
         }
         return try await next(request, body, baseURL)
     }

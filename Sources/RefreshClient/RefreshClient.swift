@@ -40,7 +40,7 @@ public struct RefreshClient: Sendable {
     ///     request on, the next stream of a session whose token expired among them.
     public init(serverURL: URL, transport: any ClientTransport, tokenProvider: (@Sendable () async throws -> String?)?) {
         self.serverURL = serverURL
-        var middlewares: [any ClientMiddleware] = [ErrorMiddleware()]
+        var middlewares: [any ClientMiddleware] = [ErrorMiddleware(), EntityTagMiddleware()]
         if let tokenProvider { middlewares.append(TokenMiddleware(token: tokenProvider)) }
         api = Client(
             serverURL: serverURL, configuration: Configuration(dateTranscoder: RFC3339DateTranscoder()),
@@ -124,13 +124,15 @@ public struct RefreshClient: Sendable {
         var head: Int
         var pagedThrough: Int
         var oldest: String
+        /// The feed's version the list's rows are as of: the new session tells what changed since.
+        var version: Int?
     }
 
     func create(_ request: SessionRequest, resume: Resume?, attempts: Int?) async throws -> Components.Schemas.Session {
         let body = Components.Schemas.SessionRequest(
             feed: request.feed, preset: .init(rawValue: request.preset.rawValue),
             config: try request.overrides.map(ConfigCoding.overrides),
-            resume: resume.map { .init(head: $0.head, oldest: $0.oldest, pagedThrough: $0.pagedThrough) },
+            resume: resume.map { .init(head: $0.head, oldest: $0.oldest, version: $0.version, pagedThrough: $0.pagedThrough) },
             firstPage: true)
         var backoff = Backoff()
         for attempt in 1... {

@@ -505,15 +505,17 @@ public actor RemoteSession {
 /// What a list shows, as its session's events said, so that a session replacing a lost one
 /// can continue it: the feed position its items are up to date with (`head` of the last
 /// `items` that brought it up to date), the first such position (paging down stays below
-/// it) and the id of its last item.
+/// it), the id of its last item, and the feed's version its rows are as of (that of the last
+/// `items` or `changes`).
 struct Shows: Equatable {
     var head: Int?
     var pagedThrough: Int?
     var oldest: String?
+    var version: Int?
 
     var resume: RefreshClient.Resume? {
         guard let head, let oldest else { return nil }
-        return RefreshClient.Resume(head: head, pagedThrough: pagedThrough ?? head, oldest: oldest)
+        return RefreshClient.Resume(head: head, pagedThrough: pagedThrough ?? head, oldest: oldest, version: version)
     }
 
     mutating func note(_ event: SessionEvent) {
@@ -524,6 +526,9 @@ struct Shows: Equatable {
                 pagedThrough = pagedThrough ?? head
             }
             if let last = update.items.last, update.operation == .append || oldest == nil { oldest = last.id }
+            if let version = update.version { self.version = version }
+        case .changes(let changes):
+            version = changes.version
         case .reset:
             self = Shows()
         default:

@@ -16,6 +16,9 @@ public enum SessionEvent: Sendable, Equatable {
     case done(ActionResult)
     /// The feed gained items the list does not show yet; each supersedes the one before.
     case news(News)
+    /// Items the list shows were edited (put each where it stands) or removed (take it out),
+    /// in the order they changed.
+    case changes(ItemChanges)
     /// Too much was missed to replay: reload the list, then carry on.
     case reset(reason: String)
     /// The server had lost the session and a new one took its place. With `resumed` the new
@@ -60,13 +63,44 @@ public struct ItemsUpdate: Sendable, Equatable {
     /// The feed position the list is now up to date with, when these items bring it up to
     /// date (a first page, a refresh, live items).
     public var head: Int?
+    /// The feed's version the list's rows are as of once these are in.
+    public var version: Int?
 
-    public init(actionID: String?, operation: Operation, items: [FeedItem], hasMore: Bool, head: Int?) {
+    public init(actionID: String?, operation: Operation, items: [FeedItem], hasMore: Bool, head: Int?, version: Int? = nil) {
         self.actionID = actionID
         self.operation = operation
         self.items = items
         self.hasMore = hasMore
         self.head = head
+        self.version = version
+    }
+}
+
+/// Edits and removals of items the list shows, in the order they changed.
+public struct ItemChanges: Sendable, Equatable {
+    /// The feed's version the list's rows are as of once these are applied.
+    public var version: Int
+    public var changes: [ItemChange]
+
+    public init(version: Int, changes: [ItemChange]) {
+        self.version = version
+        self.changes = changes
+    }
+}
+
+/// One change to an item the list shows.
+public enum ItemChange: Sendable, Equatable {
+    /// The item as it now is: replace the row of its id where it stands.
+    case update(FeedItem)
+    /// The item is gone: take out the row of its id.
+    case remove(id: String, position: Int, version: Int)
+
+    /// The id of the row it changes.
+    public var id: String {
+        switch self {
+        case .update(let item): item.id
+        case .remove(let id, _, _): id
+        }
     }
 }
 

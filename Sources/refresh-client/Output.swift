@@ -23,6 +23,7 @@ struct Output: Sendable {
         case .items(let update): try write(ItemsLine(update))
         case .done(let result): try write(DoneLine(result))
         case .news(let news): try write(NewsLine(news))
+        case .changes(let changes): try write(ChangesLine(changes))
         case .reset(let reason): try write(ResetLine(reason: reason))
         case .replaced(let resumed): try write(ReplacedLine(resumed: resumed))
         }
@@ -45,6 +46,13 @@ struct Output: Sendable {
             return ["done \(result.kind.rawValue) \(result.outcome.rawValue), \(result.added) added\(why)"]
         case .news(let news):
             return ["news \(news.count) new, the newest \"\(news.newestTitle)\" (\(news.newestID)), head \(news.head)"]
+        case .changes(let changes):
+            return changes.changes.map { change in
+                switch change {
+                case .update(let item): "~ \(describe(item))"
+                case .remove(let id, _, _): "- [\(id)] removed"
+                }
+            }
         case .reset(let reason):
             return ["reset: \(reason)"]
         case .replaced(let resumed):
@@ -173,6 +181,32 @@ private struct NewsLine: Encodable {
         newestTitle = news.newestTitle
         newestPublished = news.newestPublished
         head = news.head
+    }
+}
+
+private struct ChangesLine: Encodable {
+    var event = "changes"
+    var version: Int
+    var changes: [Change]
+
+    /// `{"op": "update", "item"}` or `{"op": "remove", "id", "position", "version"}`, as the
+    /// stream writes them.
+    struct Change: Encodable {
+        var op: String
+        var item: FeedItem?
+        var id: String?
+        var position: Int?
+        var version: Int?
+    }
+
+    init(_ changes: ItemChanges) {
+        version = changes.version
+        self.changes = changes.changes.map { change in
+            switch change {
+            case .update(let item): Change(op: "update", item: item)
+            case .remove(let id, let position, let version): Change(op: "remove", id: id, position: position, version: version)
+            }
+        }
     }
 }
 

@@ -17,6 +17,6 @@ struct RefreshClientCommand: AsyncParsableCommand {
             \(Failure.timedOutCode) when `pull` timed out; 130 or 143 when `tail` or `pull` was \
             interrupted (SIGINT, SIGTERM) and closed its session.
             """,
-        subcommands: [Publish.self, Tail.self, Pull.self]
+        subcommands: [Publish.self, Edit.self, Remove.self, Tail.self, Pull.self]
     )
 }

@@ -9,8 +9,9 @@ struct Tail: AsyncParsableCommand {
         abstract: "Follows a feed: prints what it gains as it arrives, until interrupted.",
         discussion: """
             The session asks for new items at once (`news: live`); news that comes instead (a \
-            refresh was running) is printed, then refreshed, which brings its items. Each \
-            `items` or `news` event is one line of JSON with --json, else one line per item.
+            refresh was running) is printed, then refreshed, which brings its items. Edits and \
+            removals of items it has printed come as `changes`. Each `items`, `news` or \
+            `changes` event is one line of JSON with --json, else one line per item.
 
             Example: refresh-client tail --feed team.eng --json | jq -r '.items[]?.title'
             """)
@@ -20,7 +21,7 @@ struct Tail: AsyncParsableCommand {
     @Flag(help: "One JSON object per event, as the stream's events are named.")
     var json = false
 
-    @Option(help: "Exit (0) after this many `items` or `news` events.")
+    @Option(help: "Exit (0) after this many `items`, `news` or `changes` events.")
     var count: Int?
 
     func validate() throws {
@@ -58,6 +59,9 @@ struct Tail: AsyncParsableCommand {
                 try output.event(event)
                 seen += 1
                 if seen != count { try await session.refresh() }
+            case .changes:
+                try output.event(event)
+                seen += 1
             case .reset, .replaced:
                 try output.event(event)
             case .items, .state, .progress, .done:

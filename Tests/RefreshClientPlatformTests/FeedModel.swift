@@ -10,14 +10,17 @@ import RefreshEngine
 @Observable
 final class FeedModel {
     private(set) var gesture = GestureState.resting(seq: nil)
-    private(set) var items: [FeedItem] = []
-    private(set) var hasMore = false
+    /// The rows, the news badge and paging: items, news and changes applied in order.
+    private(set) var list = RemoteList()
     private(set) var progress: ActionProgress?
-    private(set) var news: News?
     private(set) var failure: String?
     private(set) var session: RemoteSession?
     private let client: RefreshClient
     private let feed: String
+
+    var items: [FeedItem] { list.items }
+    var hasMore: Bool { list.hasMore }
+    var news: News? { list.news }
 
     init(client: RefreshClient, feed: String = "main") {
         self.client = client
@@ -31,8 +34,8 @@ final class FeedModel {
             self.session = session
             for try await event in session.events {
                 apply(event)
-                // Too much was missed to replay: the list is read anew, then the stream goes on.
-                if case .reset = event { await reload() }
+                // Too much was missed to replay: the list starts over from its first page.
+                if case .reset = event { _ = try? await session.loadMore() }
             }
         } catch {
             failure = "\(error)"
@@ -42,46 +45,22 @@ final class FeedModel {
     }
 
     func apply(_ event: SessionEvent) {
+        list.apply(event)
         switch event {
         case .state(let state):
             gesture = state
         case .progress(let progress):
             self.progress = progress
-        case .items(let update):
-            switch update.operation {
-            case .prepend:
-                items.insert(contentsOf: update.items, at: 0)
-                news = nil
-            case .append:
-                items.append(contentsOf: update.items)
-                hasMore = update.hasMore
-            }
         case .done(let result):
             progress = nil
             failure = result.outcome == .failed ? result.error : nil
-        case .news(let news):
-            self.news = news
-        case .reset:
-            items = []
-            news = nil
-        case .replaced(let resumed):
-            // Resumed, the list goes on as it is; otherwise the new first page follows.
-            if !resumed {
-                items = []
-                news = nil
-                hasMore = false
-            }
+        case .items, .news, .changes, .reset, .replaced:
+            break
         }
     }
 
     /// The badge tapped: the refresh brings the news as items to prepend.
     func showNews() async {
         _ = try? await session?.refresh()
-    }
-
-    private func reload() async {
-        guard let page = try? await client.items(feed: feed) else { return }
-        items = page.items
-        hasMore = page.hasMore
     }
 }

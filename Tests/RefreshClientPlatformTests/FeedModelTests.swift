@@ -27,6 +27,14 @@ import Testing
         #expect(model.news == nil)
     }
 
+    @Test func anEditedRowIsRedrawnWhereItStandsARemovedOneGoes() {
+        model.apply(.items(update(.append, ["c", "b", "a"], hasMore: false)))
+        let edited = FeedItem(id: "b", title: "b, edited", published: Date(), version: 4)
+        model.apply(.changes(ItemChanges(version: 5, changes: [.update(edited), .remove(id: "a", position: 1, version: 5)])))
+        #expect(model.items.map(\.id) == ["c", "b"])
+        #expect(model.items[1].title == "b, edited")
+    }
+
     @Test func theStateIsWhatIsDrawn() {
         let held = GestureState(
             edge: .top, phase: .refreshing, pull: 1, distance: 0, rotation: 180, indicatorOffset: 50, reveal: 0,

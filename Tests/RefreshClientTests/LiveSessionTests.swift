@@ -79,13 +79,15 @@ import Testing
                 #expect(items.first?.head == news.head)
 
                 // Too much missed while away: the stream is cut and kept away while three
-                // refreshes (about seven events each) overflow the eight the server keeps.
+                // refreshes (about seven events each) overflow the eight the server keeps, each
+                // bringing a new item (missed rows, which no `changes` can make up for).
                 // Every connection goes, or the stream would come back on an idle pooled one.
                 proxy.refusing = true
                 #expect(proxy.cutStreams() == 1)
                 proxy.cutAll()
                 let id = await session.id
-                for _ in 0..<3 {
+                for round in 0..<3 {
+                    #expect(try await server.json("/api/items", post: true, body: #"{"id":"missed-\#(round)","title":"Missed"}"#).status == 201)
                     #expect(try await server.json("/api/sessions/\(id)/refresh", post: true).status == 202)
                     try await eventually(30, "the refresh to end") {
                         let state = try await server.session(id)["state"] as? [String: Any]
