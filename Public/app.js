@@ -54,7 +54,8 @@ function render(item) {
 }
 
 function updatePositions() {
-  const articles = feed.children;
+  // A row on its way out is no longer counted.
+  const articles = [...feed.children].filter((row) => row.dataset.ptrRemoving == null);
   for (let index = 0; index < articles.length; index++) {
     articles[index].setAttribute("aria-posinset", String(index + 1));
     articles[index].setAttribute("aria-setsize", "-1");
@@ -76,6 +77,25 @@ element.addEventListener("ptr-items", (event) => {
     for (const node of nodes) node.classList.add("new");
   } else {
     feed.append(...nodes);
+  }
+  updatePositions();
+});
+
+// Rows the list shows were edited or removed: an edited row is drawn again where it stands,
+// a removed one collapses. The element keeps the reader's place whatever happens above it.
+element.addEventListener("ptr-changes", (event) => {
+  for (const change of event.detail.changes) {
+    const id = change.op === "update" ? change.item.id : change.id;
+    const row = feed.querySelector(`[data-id="${CSS.escape(id)}"]:not([data-ptr-removing])`);
+    if (!row) continue;
+    if (change.op === "update") {
+      const fresh = render(change.item);
+      fresh.classList.add("edited");
+      row.replaceWith(fresh);
+    } else {
+      shown.delete(id);
+      element.removeRow(row).then(updatePositions);
+    }
   }
   updatePositions();
 });

@@ -4,9 +4,16 @@
 //   <script type="module" src="/pull-to-refresh/element.js"></script>
 //   <pull-to-refresh preset="default" api="/api" news="badge"> …your list… </pull-to-refresh>
 //
-// It dispatches `ptr-items` ({op, items, hasMore}), `ptr-reset`, `ptr-done`, `ptr-progress`,
-// `ptr-state`, `ptr-news` ({count, newest, head}), `ptr-session` and `ptr-connection`
-// events; the page renders the items. Methods: refresh(), loadMore(), cancelRefresh().
+// It dispatches `ptr-items` ({op, items, hasMore}), `ptr-changes` ({version, changes}),
+// `ptr-reset`, `ptr-done`, `ptr-progress`, `ptr-state`, `ptr-news` ({count, newest, head}),
+// `ptr-session` and `ptr-connection` events; the page renders the items. Methods: refresh(),
+// loadMore(), cancelRefresh(), removeRow(row).
+//
+// `ptr-changes` says that rows the list shows were edited (`{op: "update", item}`: draw the
+// row of `item.id` again, where it stands) or removed (`{op: "remove", id}`: hand its row to
+// `removeRow`, which collapses it, at once under `prefers-reduced-motion`). Whatever the
+// page's handler does to the rows, the row the reader is looking at stays where it is on
+// screen, also when rows above it change height or go.
 //
 // Attributes: `api` and `preset` as named; `feed`, the name of the feed the list reads
 // (`main` when absent); `threshold`, the top edge's threshold in pixels
@@ -454,6 +461,15 @@ export class PullToRefreshElement extends HTMLElement {
       this.#drawNews(event.detail.count);
       this.#emit("news", event.detail);
     });
+    on("changes", (event) => {
+      // The page redraws and removes rows in its handler, synchronously: the reader's row is
+      // put back where it was on screen after it.
+      const anchor = this.#anchor();
+      this.#emit("changes", event.detail);
+      this.#keep(anchor);
+      const removed = event.detail.changes.filter((change) => change.op === "remove").length;
+      if (removed > 0) this.#announce(removed === 1 ? "1 item removed" : `${removed} items removed`);
+    });
     on("done", (event) => {
       const { kind, outcome, added, error } = event.detail;
       if (outcome === "failed") {
@@ -479,8 +495,78 @@ export class PullToRefreshElement extends HTMLElement {
     });
   }
 
+  #rows() {
+    return this.content.querySelectorAll("[role=article], article, li");
+  }
+
   #itemCount() {
-    return this.content.querySelectorAll("[role=article], article, li").length;
+    return this.#rows().length;
+  }
+
+  /** Takes `row`, one of the list's rows, out of the list; resolves once it is gone. A row in
+   *  sight collapses first (unless the reader asked for less motion); one out of sight goes
+   *  at once. Either way the row the reader is looking at stays where it is on screen, and
+   *  focus inside the row goes to the list. */
+  removeRow(row) {
+    if (!row?.isConnected) return Promise.resolve();
+    if (row.contains(document.activeElement)) {
+      this.scroller.tabIndex = -1;
+      this.scroller.focus({ preventScroll: true });
+    }
+    const view = this.scroller.getBoundingClientRect();
+    const box = row.getBoundingClientRect();
+    const inSight = box.bottom > view.top && box.top < view.bottom && box.height > 0;
+    if (!inSight || matchMedia("(prefers-reduced-motion: reduce)").matches) {
+      const anchor = this.#anchor(row);
+      row.remove();
+      this.#keep(anchor);
+      return Promise.resolve();
+    }
+    // The rows below close up over it: its height, its padding and the gap after it go.
+    const gap = parseFloat(getComputedStyle(row.parentElement).rowGap) || 0;
+    row.dataset.ptrRemoving = "";
+    Object.assign(row.style, { height: `${box.height}px`, overflow: "hidden", boxSizing: "border-box" });
+    void row.offsetHeight; // the start of the transition
+    Object.assign(row.style, {
+      transition: "height 200ms ease, padding 200ms ease, margin 200ms ease, opacity 160ms ease",
+      height: "0px",
+      paddingTop: "0px",
+      paddingBottom: "0px",
+      marginBottom: `${-gap}px`,
+      opacity: "0",
+    });
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        const anchor = this.#anchor(row);
+        row.remove();
+        this.#keep(anchor);
+        resolve();
+      };
+      row.addEventListener("transitionend", (event) => event.target === row && event.propertyName === "height" && finish());
+      setTimeout(finish, 400); // a transition that never ends (the tab hidden, the row moved)
+    });
+  }
+
+  /** The row the reader is looking at (the first one whose bottom is below the top of the
+   *  list's view), other than `except`, and where it is on screen. */
+  #anchor(except = null) {
+    const top = this.scroller.getBoundingClientRect().top;
+    for (const row of this.#rows()) {
+      if (row === except || row.dataset.ptrRemoving != null) continue;
+      const box = row.getBoundingClientRect();
+      if (box.bottom > top) return { row, offset: box.top - top };
+    }
+    return null;
+  }
+
+  /** Puts the anchor's row back where it was on screen, if it is still there. */
+  #keep(anchor) {
+    if (!anchor?.row.isConnected) return;
+    const now = anchor.row.getBoundingClientRect().top - this.scroller.getBoundingClientRect().top;
+    if (now !== anchor.offset) this.scroller.scrollTop += now - anchor.offset;
   }
 
   /** Draws the newest state by `seq`: the label and arrow as the server says (no label

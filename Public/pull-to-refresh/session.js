@@ -298,7 +298,7 @@ export class SampleQueue {
 
 /** A session on the server and its event stream, recreated transparently when the
  *  server has forgotten it, and waited for when the server is busy. Emits `open`, `state`,
- *  `progress`, `items`, `done`, `news`, `reset`, `session` (a new session replaced the old),
+ *  `progress`, `items`, `done`, `news`, `changes`, `reset`, `session` (a new session replaced the old),
  *  `error` (a new session could not be had: detail is the error) and `connection`:
  *  detail "connecting" (a session is being created), "open" (the stream is up) or "lost"
  *  (an attempt failed; it fires for every failed attempt while the page tries again).
@@ -331,11 +331,12 @@ export class RefreshSession extends EventTarget {
   #watch = null;
   /** What the list shows: the feed position its items are up to date with (`head` of the
    *  last `items` that brought it up to date), the one it started from (the first such
-   *  `head`: paging down stays below it) and its last item's id. */
-  #shows = { head: null, pagedThrough: null, oldest: null };
+   *  `head`: paging down stays below it), its last item's id, and the feed's version its
+   *  rows are as of (that of the last `items` or `changes`). */
+  #shows = { head: null, pagedThrough: null, oldest: null, version: null };
 
   /** @param {object} options
-   *  @param {{head: number, pagedThrough: number, oldest: string} | null} [options.continues]  the list
+   *  @param {{head: number, pagedThrough: number, oldest: string, version?: number} | null} [options.continues]  the list
    *  an earlier session showed (its `shows`): the first session is asked to continue it.
    *  @param {boolean} [options.replaces]  the first session replaces another one the page
    *  had: it is announced with `session`, as a session replacing a lost one is.
@@ -361,7 +362,9 @@ export class RefreshSession extends EventTarget {
   /** What the list shows, for a later session to continue; null while it shows nothing the
    *  server could continue. */
   get shows() {
-    return this.#shows.head != null && this.#shows.oldest != null ? { ...this.#shows } : null;
+    if (this.#shows.head == null || this.#shows.oldest == null) return null;
+    const { version, ...shows } = this.#shows;
+    return version != null ? { ...shows, version } : shows;
   }
 
   /** Creates the session and follows its stream. A busy or unreachable server is asked
@@ -450,7 +453,7 @@ export class RefreshSession extends EventTarget {
     this.#listen();
     if (this.#replaces) this.dispatchEvent(new CustomEvent("session", { detail: session }));
     this.#replaces = false;
-    if (!session.resumed) this.#shows = { head: null, pagedThrough: null, oldest: null };
+    if (!session.resumed) this.#shows = { head: null, pagedThrough: null, oldest: null, version: null };
     if (session.firstPage) {
       this.#handOn("items", { actionId: null, op: "append", ...session.firstPage });
     }
@@ -467,8 +470,11 @@ export class RefreshSession extends EventTarget {
         this.#shows.pagedThrough ??= head;
       }
       if (items.length > 0 && (op === "append" || this.#shows.oldest == null)) this.#shows.oldest = items[items.length - 1].id;
+      if (detail.version != null) this.#shows.version = detail.version;
+    } else if (name === "changes") {
+      this.#shows.version = detail.version;
     } else if (name === "reset") {
-      this.#shows = { head: null, pagedThrough: null, oldest: null };
+      this.#shows = { head: null, pagedThrough: null, oldest: null, version: null };
     }
     this.dispatchEvent(new CustomEvent(name, { detail }));
   }
@@ -563,7 +569,7 @@ export class RefreshSession extends EventTarget {
       this.#resumeBackoff = FIRST_BACKOFF_MS;
       this.#report("open");
     };
-    for (const name of ["state", "progress", "items", "done", "news", "reset"]) {
+    for (const name of ["state", "progress", "items", "done", "news", "changes", "reset"]) {
       source.addEventListener(name, (event) => {
         confirm();
         if (event.lastEventId) this.#lastEventId = event.lastEventId;
