@@ -61,7 +61,9 @@ public final class UpstreamSet: Sendable {
     }
 
     deinit {
-        try? client.syncShutdown()
+        // The last reference may go on an event loop (a server's registry let go as it
+        // stops), where a blocking shutdown is a crash: it ends in the background instead.
+        _ = client.shutdown()
     }
 
     func refresh(into store: some UpstreamStore, progress: @escaping ProgressSink) async throws -> FeedUpdate {
