@@ -74,6 +74,21 @@ struct Upstream {
                 status: .ok, headers: [.contentType: "application/rss+xml"],
                 body: .init(byteBuffer: ByteBuffer(string: "<rss version=\"2.0\"><channel><title>U</title>\(entries)</channel></rss>")))
         }
+        // Three items; from the second download on, one has a corrected title and another
+        // has left the document (as an old entry leaves a feed).
+        router.get("revised") { _, _ -> Response in
+            let downloads = log.requests.withLock { requests in
+                requests.append(("revised", nil))
+                return requests.filter { $0.0 == "revised" }.count
+            }
+            let titles = downloads == 1 ? ["First", "Second", "Third"] : ["First", "Second, corrected"]
+            let entries = titles.enumerated().map { index, title in
+                "<item><title>\(title)</title><guid>revised-\(index)</guid><pubDate>Sun, 22 Nov 2026 0\(index):00:00 GMT</pubDate></item>"
+            }
+            return Response(
+                status: .ok, headers: [.contentType: "application/rss+xml"],
+                body: .init(byteBuffer: ByteBuffer(string: "<rss version=\"2.0\"><channel><title>R</title>\(entries.joined())</channel></rss>")))
+        }
         router.get("json") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "application/feed+json"],
@@ -140,6 +155,33 @@ struct Upstream {
                 for item in again where (item["id"] as? String)?.hasPrefix("undated") == true {
                     #expect(item["published"] as? String == dates[item["id"] as? String ?? ""] ?? nil, "\(item)")
                 }
+            }
+        }
+    }
+
+    /// An upstream entry whose title changed is an edit in place, which the page that shows
+    /// it is told of (and counted); an entry that left the document stays in the feed.
+    @Test func anEditedUpstreamEntryIsAnEditInPlaceAndOneThatLeftStays() async throws {
+        try await Upstream.run { port, _ in
+            try await TestServer.run(server(feeds: ["http://127.0.0.1:\(port)/revised"])) { server in
+                let (id, stream) = try await server.watchedSession()
+                #expect(try await server.post("/api/sessions/\(id)/refresh").status == 202)
+                let first = try await stream.events(until: "done", within: 120)
+                #expect(first.last?.json["added"] as? Int == 3)
+                _ = try await stream.nextEvent()  // the state after it
+
+                #expect(try await server.post("/api/sessions/\(id)/refresh").status == 202)
+                let second = try await stream.events(until: "done", within: 120)
+                let changes = second.filter { $0.event == "changes" }.flatMap { $0.json["changes"] as? [[String: Any]] ?? [] }
+                #expect(changes.count == 1)
+                #expect(changes.first?["op"] as? String == "update")
+                let item = changes.first?["item"] as? [String: Any]
+                #expect(item?["id"] as? String == "revised-1" && item?["title"] as? String == "Second, corrected")
+                #expect(second.last?.json["added"] as? Int == 0)
+                let stored = try await server.get("/api/items?limit=10").json["items"] as? [[String: Any]] ?? []
+                #expect(stored.compactMap { $0["id"] as? String }.filter { $0.hasPrefix("revised") } == ["revised-2", "revised-1", "revised-0"])
+                let metrics = try await server.get("/metrics").text
+                #expect(metrics.contains("ptr_upstream_items_edited_total 1"))
             }
         }
     }
