@@ -7,8 +7,12 @@ protocol NewsListener: AnyObject, Sendable {
     /// On the event loop of the streams the listener was registered with: the head moved.
     func headAdvanced(_ payloads: NewsPayloads)
     /// On the same loop: the feed's change log moved on (items edited or removed), or the
-    /// news counts changed with a removal.
+    /// news counts changed with a removal. Called only when ``mayBeChanged(by:)`` said so.
     func feedChanged(_ changes: ChangePayloads)
+    /// Whether the move can concern the listener: a change inside what its page shows, or a
+    /// removal above it (which its news may count). Answered without the listener's lock, so
+    /// that a change outside every window wakes no session.
+    func mayBeChanged(by changes: ChangePayloads) -> Bool
 }
 
 /// One feed's head, version and recent changes as this server knows them, and the fan-out
@@ -139,7 +143,7 @@ final class FeedNews: Sendable {
     func changed(from: FeedVersion?, to version: FeedVersion, changes: [FeedChange]?) async {
         enum Next {
             case nothing
-            case tell(ChangeLog, headGone: Bool, [LoopStreams])
+            case tell(ChangeLog, [FeedChange], headGone: Bool, [LoopStreams])
             case read
         }
         let next = state.withLock { state -> Next in
@@ -156,14 +160,14 @@ final class FeedNews: Sendable {
             state.log = log
             knownVersion.store(version, ordering: .releasing)
             let headGone = Self.noteRemovals(changes, in: &state)
-            return .tell(log, headGone: headGone, Array(state.loops.values))
+            return .tell(log, changes, headGone: headGone, Array(state.loops.values))
         }
         switch next {
         case .nothing: return
         case .read: await catchUpChanges()
-        case .tell(let log, let headGone, let loops):
+        case .tell(let log, let changes, let headGone, let loops):
             if headGone { await readHead() }
-            await tell(log, loops: loops)
+            await tell(log, changes, loops: loops)
         }
     }
 
@@ -220,15 +224,17 @@ final class FeedNews: Sendable {
             }
             guard let log else { return }
             if headGone { await self.readHead() }
-            await self.tell(log, loops: loops)
+            // Without the read's changes, every session is told (each reads its own window's).
+            await self.tell(log, read?.changes, loops: loops)
         }.value
     }
 
-    /// Tells every loop's sessions the log moved on; returns once each has.
-    private func tell(_ log: ChangeLog, loops: [LoopStreams]) async {
+    /// Tells every loop's sessions the log moved on with `changes` (`nil`: not known, which
+    /// concerns every session); returns once each has.
+    private func tell(_ log: ChangeLog, _ changes: [FeedChange]?, loops: [LoopStreams]) async {
         let removed = state.withLock { $0.removed }
         let told = loops.map { streams in
-            streams.loop.submit { streams.change(ChangePayloads(log: log, head: self.head, removed: removed)) }
+            streams.loop.submit { streams.change(ChangePayloads(log: log, changes: changes, head: self.head, removed: removed)) }
         }
         for loop in told { _ = try? await loop.get() }
     }
@@ -321,10 +327,10 @@ private final class LoopStreams: Sendable {
         return listeners.count
     }
 
-    /// On `loop`: every session takes what changed in its window.
+    /// On `loop`: every session whose window the change may concern takes what changed in it.
     func change(_ payloads: ChangePayloads) {
         let listeners = members.withLock { Array($0.values) }
-        for listener in listeners {
+        for listener in listeners where listener.mayBeChanged(by: payloads) {
             listener.feedChanged(payloads)
         }
     }
@@ -380,11 +386,35 @@ final class ChangePayloads {
     let log: ChangeLog
     /// The head and removals, to correct the news a page was told.
     let news: NewsPayloads?
+    /// The lowest and highest positions this move changed (`nil`: not known, any), and the
+    /// highest it removed: what tells a session whose window it leaves alone.
+    let changed: ClosedRange<FeedPosition>?
+    let highestRemoved: FeedPosition?
     private var encoded: [[FeedVersion]: ByteBuffer] = [:]
 
-    init(log: ChangeLog, head: FeedHead?, removed: [FeedPosition]) {
+    init(log: ChangeLog, changes: [FeedChange]?, head: FeedHead?, removed: [FeedPosition]) {
         self.log = log
         news = head.map { NewsPayloads(head: $0, removed: removed) }
+        if let changes {
+            let positions = changes.map(\.position)
+            changed = positions.min().map { $0...positions.max()! } ?? (0...0)
+            highestRemoved = changes.lazy.compactMap { change -> FeedPosition? in
+                if case .remove(_, let position, _) = change { return position }
+                return nil
+            }.max()
+        } else {
+            changed = nil
+            highestRemoved = .max
+        }
+    }
+
+    /// Whether a page that shows `shown` may be concerned: a change inside it, or a removal
+    /// above it (its news may count the item).
+    func mayConcern(_ shown: ClosedRange<FeedPosition>?) -> Bool {
+        guard let changed else { return true }
+        if let highestRemoved, highestRemoved > shown?.upperBound ?? 0 { return true }
+        guard let shown else { return false }
+        return changed.overlaps(shown)
     }
 
     /// The `changes` payload of these log entries, once per distinct list.

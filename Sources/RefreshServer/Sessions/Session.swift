@@ -17,6 +17,11 @@ public final class Session: Sendable, NewsListener {
     let owner: SessionOwner?
     private let services: Services
     private let state: Mutex<State>
+    /// The positions the page shows (`0...0` while none), kept beside the state on every
+    /// change of it: the fan-out of a change reads them without the lock, and a change
+    /// elsewhere does not wake the session.
+    private let shownLow = Atomic<FeedPosition>(0)
+    private let shownHigh = Atomic<FeedPosition>(0)
 
     /// What a session works with, each given by its store when it is made (those of its feed
     /// shared with the feed's other sessions): none is reached through another.
@@ -267,6 +272,14 @@ public final class Session: Sendable, NewsListener {
     /// write at once; a session with nothing to tell wakes none.
     func headAdvanced(_ payloads: NewsPayloads) {
         mutate { state in announce(payloads.head, count: payloads.count(shown:), payload: payloads.data(shown:), &state) }
+    }
+
+    /// A window that moves meanwhile catches up on what it missed of the log by itself (the
+    /// part it gained is read as it is, the rest is as of its version).
+    func mayBeChanged(by payloads: ChangePayloads) -> Bool {
+        let low = shownLow.load(ordering: .relaxed)
+        let high = shownHigh.load(ordering: .relaxed)
+        return payloads.mayConcern(low > 0 ? low...high : nil)
     }
 
     /// Items of the window were edited or removed, or the news the page was told counts an
@@ -583,6 +596,9 @@ public final class Session: Sendable, NewsListener {
             defer {
                 wakeup = state.log.takeAnnouncement(sampleArrival: state.sampleArrival)
                 state.sampleArrival = nil
+                let shown = state.window.positions ?? 0...0
+                shownLow.store(shown.lowerBound, ordering: .relaxed)
+                shownHigh.store(shown.upperBound, ordering: .relaxed)
             }
             return try body(&state)
         }
