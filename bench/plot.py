@@ -13,7 +13,7 @@ results = json.load(open(path))
 table = {row["figure"]: row for row in results["table"]}
 
 latency = [f for f in table if (f.startswith("L1") or f.startswith("L2")) and ("p50" in f or "p99" in f)]
-fanout = [f for f in table if (f.startswith("F ") or f.startswith("N ")) and "last stream" in f]
+fanout = [f for f in table if (f.startswith("F ") or f.startswith("N ") or f.startswith("E ")) and "last stream" in f]
 
 figure, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5), gridspec_kw={"width_ratios": [3, 1.3]})
 for axis, names, unit in ((left, latency, "µs"), (right, fanout, "ms")):
@@ -23,13 +23,13 @@ for axis, names, unit in ((left, latency, "µs"), (right, fanout, "ms")):
     axis.bar([p - 0.2 for p in positions], ours, width=0.4, label="swift-pull-to-refresh", color="#0a66d8")
     axis.bar([p + 0.2 for p in positions], nchan, width=0.4, label="nginx + nchan", color="#9ca3af")
     axis.set_xticks(list(positions))
-    axis.set_xticklabels([n.replace("POST → SSE event, one stream, ", "").replace(" at 60 Hz", "").replace("one batch to ", "").replace("one publish → news on ", "").replace(", time to the last stream", "") for n in names],
+    axis.set_xticklabels([n.replace("POST → SSE event, one stream, ", "").replace(" at 60 Hz", "").replace("one batch to ", "").replace("one publish → news on ", "").replace("one edit of an item ", "edit, ").replace(" pages show → changes on each", "").replace(", time to the last stream", "") for n in names],
                          rotation=30, ha="right", fontsize=8)
     axis.set_ylabel(unit)
     axis.set_yscale("log")
     axis.grid(axis="y", alpha=0.3)
 left.set_title("Sample posted → its state event read (lower is better)")
-right.set_title("F: one batch, N: one news → the last stream has it")
+right.set_title("F: one batch, N: one news, E: one edit → the last stream has it")
 left.legend()
 figure.tight_layout()
 figure.savefig(path.replace(".json", ".png"), dpi=110)

@@ -41,6 +41,12 @@ for count in sorted({run["streams"] for run in runs if run["mode"] == "news" and
     for field, label, unit in (("lastStreamMs", "time to the last stream", "ms"), ("p50us", "per stream p50", "µs"),
                                ("p99us", "per stream p99", "µs"), ("serverCpuPublishMs", "server CPU per publish", "ms")):
         rows.append((f"N one publish → news on {count} streams, {label}", ours and ours.get(field), nchan and nchan.get(field), unit))
+for count in sorted({run["streams"] for run in runs if run["mode"] == "edit"}):
+    ours, nchan = find("ours", "edit", "streams", count), find("nchan", "edit", "streams", count)
+    for field, label, unit in (("lastStreamMs", "time to the last stream", "ms"), ("p50us", "per stream p50", "µs"),
+                               ("p99us", "per stream p99", "µs"), ("serverCpuPublishMs", "server CPU per edit", "ms")):
+        rows.append((f"E one edit of an item {count} pages show → changes on each, {label}", ours and ours.get(field),
+                     nchan and nchan.get(field), unit))
 
 # A publish to a feed of one session, on a server with nothing else and beside a crowd of
 # another feed's streams: ours against itself.

@@ -5,7 +5,7 @@
 #   bash bench/run.sh            full run (release build, about 15 minutes)
 #   bash bench/run.sh --smoke    tiny counts, a few seconds, any build: keeps the script alive in CI
 #
-# FIGURES="l1 l2 fanout memory news isolation auth cluster" picks figures (default: all; the results are
+# FIGURES="l1 l2 fanout memory news edit isolation auth cluster" picks figures (default: all; the results are
 # then named after them, bench/results/<date>-<figures>.*). SCRATCH_PATH=DIR builds
 # and runs the binaries in DIR (swift build --scratch-path) instead of .build, to stay clear
 # of another build in progress. BENCH_BIN=DIR runs the refresh-server and refresh-bench
@@ -63,12 +63,12 @@ fi
 
 if [ "$smoke" = yes ]; then
     l1_samples=300; l2_counts="5"; l2_seconds=2; fan_counts="20"; fan_rounds=2; memory_counts="20"
-    news_counts="200"; news_rounds=2; isolation_counts="50"; isolation_rounds=2; auth_rounds=1
+    news_counts="200"; news_rounds=2; edit_counts="200"; edit_rounds=2; isolation_counts="50"; isolation_rounds=2; auth_rounds=1
     cluster_counts="30"; cluster_rounds=2; rate_counts="30"; rate_publishers=2; rate_seconds=2; rate_feeds="2"
     out=$(mktemp -d)
 else
     l1_samples=10000; l2_counts="100 1000"; l2_seconds=20; fan_counts="1000 10000"; fan_rounds=5; memory_counts="1000 10000"; auth_rounds=3
-    news_counts="1000 10000"; news_rounds=5; isolation_counts="10000"; isolation_rounds=5
+    news_counts="1000 10000"; news_rounds=5; edit_counts="1000 10000"; edit_rounds=5; isolation_counts="10000"; isolation_rounds=5
     cluster_counts="1000 10000"; cluster_rounds=5; rate_counts="10 1000"; rate_publishers=8; rate_seconds=20; rate_feeds="1 8"
     # 10,000 streams take as many descriptors in the client and in the server.
     if [ "$(ulimit -n)" -lt 10100 ]; then
@@ -233,9 +233,9 @@ measure_setup() { # cluster|sqlite MODE [flags…]
         python3 -c 'import json,sys; d=json.load(sys.stdin); d["kind"]=sys.argv[1]; d["args"]=sys.argv[2]; print(json.dumps(d))' "$kind" "$*" >>"$lines"
 }
 
-figures=" ${FIGURES:-l1 l2 fanout memory news isolation auth cluster} "
+figures=" ${FIGURES:-l1 l2 fanout memory news edit isolation auth cluster} "
 for target in ours nchan; do
-    [[ $figures =~ " "(l1|l2|fanout|memory|news)" " ]] || break
+    [[ $figures =~ " "(l1|l2|fanout|memory|news|edit)" " ]] || break
     echo "== $target" >&2
     # Fresh servers for each figure so one measurement's leftovers do not weigh on the next.
     if [[ $figures == *" l1 "* ]]; then
@@ -259,6 +259,11 @@ for target in ours nchan; do
     if [[ $figures == *" news "* ]]; then
         for count in $news_counts; do
             start "$target"; measure "$target" news --count "$count" --rounds "$news_rounds"; stop
+        done
+    fi
+    if [[ $figures == *" edit "* ]]; then
+        for count in $edit_counts; do
+            start "$target"; measure "$target" edit --count "$count" --rounds "$edit_rounds"; stop
         done
     fi
 done

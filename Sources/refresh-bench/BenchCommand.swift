@@ -26,6 +26,9 @@ struct BenchCommand: AsyncParsableCommand {
         /// One publish → `news` on N streams, each of its own session (nchan: N subscribers
         /// of one channel).
         case news
+        /// One edit of an item every page shows → `changes` on N streams, each of its own
+        /// session (nchan: one message to N subscribers of one channel).
+        case edit
         /// Publishers posting one item at a time for a bounded time, while N sessions listen:
         /// publishes per second acknowledged, their latency, and whether every stream ends at
         /// the feed's final head.
@@ -39,11 +42,11 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Server kind: ours or nchan.") var target: Kind = .ours
     @Option(help: "Host of the server.") var host = "127.0.0.1"
     @Option(help: "Port of the server.") var port = 8080
-    @Option(help: "What to measure: l1, l2, fanout, memory, news, publish-rate, isolation.") var mode: Mode = .l1
+    @Option(help: "What to measure: l1, l2, fanout, memory, news, edit, publish-rate, isolation.") var mode: Mode = .l1
     @Option(help: "Samples for l1.") var samples = 10_000
-    @Option(help: "Channels (l2) or streams (fanout, memory, news, publish-rate; isolation: the crowd's).") var count = 100
+    @Option(help: "Channels (l2) or streams (fanout, memory, news, edit, publish-rate; isolation: the crowd's).") var count = 100
     @Option(help: "Seconds of dragging for l2, of publishing for publish-rate.") var seconds = 20.0
-    @Option(help: "Batches for fanout, publishes for news and for each half of isolation.") var rounds = 5
+    @Option(help: "Batches for fanout, publishes for news and for each half of isolation, edits for edit.") var rounds = 5
     @Option(help: "Instances the sessions are spread over in turn, HOST:PORT,HOST:PORT,… (news, publish-rate); default --host and --port.")
     var targets: Endpoints?
     @Option(
@@ -101,6 +104,7 @@ struct BenchCommand: AsyncParsableCommand {
         case .fanout: try await fanOut(server, into: &result)
         case .memory: try await memory(server, into: &result)
         case .news: try await news(server, into: &result)
+        case .edit: try await news(server, edits: true, into: &result)
         case .publishRate: try await publishRate(server, into: &result)
         case .isolation: try await isolation(server, into: &result)
         }
@@ -317,8 +321,10 @@ struct BenchCommand: AsyncParsableCommand {
 
     /// Sets N sessions up. Not measured but bounded: a few connections at once, and every
     /// stage has a deadline; each stage's time goes into `result`.
+    /// `token`: what each stream waits for (default: the server's news).
     private func listeningSessions(
-        _ server: any Target, count: Int? = nil, feed: String? = nil, heads: HeadBoard? = nil, into result: inout [String: Any]
+        _ server: any Target, count: Int? = nil, feed: String? = nil, heads: HeadBoard? = nil, token: [UInt8]? = nil,
+        into result: inout [String: Any]
     ) async throws -> ListeningSessions {
         let (count, targets) = (count ?? self.count, sessionTargets)
         let setupLimit = Duration.seconds(30) + .milliseconds(10 * Int64(count))
@@ -347,7 +353,7 @@ struct BenchCommand: AsyncParsableCommand {
         let board = ArrivalBoard()
         let readyTokens = [server.subscribedToken] + (server.firstPageToken.map { [$0] } ?? [])
         let streams = try await openStreams(
-            count: count, board: board, readyTokens: readyTokens, token: server.newsToken, server: server,
+            count: count, board: board, readyTokens: readyTokens, token: token ?? server.newsToken, server: server,
             timeout: setupLimit, heads: heads
         ) { channels[$0 % channels.count] }
         let sessions = ListeningSessions(channels: channels, streams: streams, board: board)
@@ -388,20 +394,36 @@ struct BenchCommand: AsyncParsableCommand {
     /// to the database on each instance). With several targets, the figures are also given
     /// per target, and for the targets not published on together: those hear of the publish
     /// through the database.
-    private func news(_ server: any Target, into result: inout [String: Any]) async throws {
+    /// N: one publish told to every stream as `news`; with `edits` (E), one edit of the item
+    /// every page shows, told as `changes`.
+    private func news(_ server: any Target, edits: Bool = false, into result: inout [String: Any]) async throws {
         let (count, rounds) = (self.count, self.rounds)
-        guard count > 0, rounds > 0 else { throw BenchError("news needs --count and --rounds of at least 1") }
+        guard count > 0, rounds > 0 else { throw BenchError("\(mode.rawValue) needs --count and --rounds of at least 1") }
         let roundLimit = Duration.seconds(30)
-        let sessions = try await listeningSessions(server, into: &result)
+        let publishTarget = publishTargets[0]
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        if edits, let request = server.editedItem(tag: tag) {
+            // The item is the feed's newest: every page's first page shows it.
+            try await Connection.with(host: publishTarget.host, port: publishTarget.port) { control in
+                try await control.send(request)
+                let (status, body) = try await control.response()
+                guard (200..<300).contains(status) else { throw BenchError("publishing the edited item answered \(status): \(body.prefix(200))") }
+            }
+        }
+        let sessions = try await listeningSessions(server, token: edits ? server.editToken : nil, into: &result)
         defer { sessions.close() }
         let (channels, board) = (sessions.channels, sessions.board)
-        let publishTarget = publishTargets[0]
+        /// Round -1 warms up; rounds 0… are measured.
+        @Sendable func request(_ round: Int) -> ByteBuffer {
+            edits
+                ? server.edit(channels[0], round: round, tag: tag)
+                : server.news(channels[0], round: max(round, 0), tag: round < 0 ? "\(tag)w" : tag)
+        }
 
         let probes = CPUProbes(server: serverPid, database: databasePid)
-        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 36)
         let done = try await Self.withTimeout((roundLimit + .seconds(1)) * (rounds + 1), "\(rounds) publishes") {
             try await Connection.with(host: publishTarget.host, port: publishTarget.port) { control in
-                try await control.send(server.news(channels[0], round: 0, tag: "\(tag)w"))
+                try await control.send(request(-1))
                 let (status, body) = try await control.response()
                 guard (200..<300).contains(status) else { throw BenchError("the warm-up publish answered \(status): \(body.prefix(200))") }
                 let warm = await board.takeArrivals(count, timeout: roundLimit)
@@ -415,7 +437,7 @@ struct BenchCommand: AsyncParsableCommand {
                     // stream has read its news and the publish has been answered.
                     let cpuAtStart = probes.read()
                     let sent = ArrivalBoard.now()
-                    try await control.send(server.news(channels[0], round: round, tag: tag))
+                    try await control.send(request(round))
                     let (status, body) = try await control.response()
                     let answered = ArrivalBoard.now()
                     guard (200..<300).contains(status) else { throw BenchError("publishing answered \(status): \(body.prefix(200))") }

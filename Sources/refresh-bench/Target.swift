@@ -30,6 +30,13 @@ protocol Target: Sendable {
     func news(_ channel: String, round: Int, tag: String, feed: String?) -> ByteBuffer
     /// News: bytes that appear once in what a subscriber reads of one publish.
     var newsToken: [UInt8] { get }
+    /// Edit: what makes the item every subscriber's page shows, before the channels are made
+    /// (ours: a publish, so that it is the newest item of every first page), or nil.
+    func editedItem(tag: String) -> ByteBuffer?
+    /// Edit: one edit of that item, which every subscriber hears of.
+    func edit(_ channel: String, round: Int, tag: String) -> ByteBuffer
+    /// Edit: bytes that appear once in what a subscriber reads of one edit.
+    var editToken: [UInt8] { get }
 }
 
 extension Target {
@@ -49,6 +56,10 @@ func itemBatch(round: Int) -> String {
     }
     return #"{"items":[\#(items.joined(separator: ","))]}"#
 }
+
+/// The item an edit round changes, and its title in that round.
+func editedItemID(tag: String) -> String { "edited-\(tag)" }
+func editedTitle(round: Int) -> String { "Benchmark item, edit \(round)" }
 
 /// The one item a news round publishes.
 func newsItemID(round: Int, tag: String) -> String { "news-\(tag)-\(round)" }
@@ -113,6 +124,17 @@ struct OurServer: Target {
     }
 
     var newsToken: [UInt8] { Array("event: news".utf8) }
+
+    func editedItem(tag: String) -> ByteBuffer? {
+        Connection.request(
+            "POST", "/api/items", host: host, body: #"{"items":[{"id":"\#(editedItemID(tag: tag))","title":"Benchmark item, as published"}]}"#)
+    }
+
+    func edit(_ channel: String, round: Int, tag: String) -> ByteBuffer {
+        Connection.request("PATCH", "/api/items/\(editedItemID(tag: tag))", host: host, body: #"{"title":"\#(editedTitle(round: round))"}"#)
+    }
+
+    var editToken: [UInt8] { Array("event: changes".utf8) }
 }
 
 /// nginx with nchan: `/pub/ID` publishes, `/sub/ID` is an EventSource subscriber.
@@ -154,4 +176,16 @@ struct Nchan: Target {
     }
 
     var newsToken: [UInt8] { Array(#"{"count":"#.utf8) }
+
+    func editedItem(tag: String) -> ByteBuffer? { nil }
+
+    /// A message shaped like our `changes` event's data, so both servers carry the same bytes.
+    func edit(_ channel: String, round: Int, tag: String) -> ByteBuffer {
+        let version = round + 2
+        let body =
+            #"{"version":\#(version),"changes":[{"op":"update","item":{"id":"\#(editedItemID(tag: tag))","title":"\#(editedTitle(round: round))","published":"2026-11-22T08:00:00.000Z","position":1,"version":\#(version)}}]}"#
+        return Connection.request("POST", "/pub/\(channel)", host: host, body: body)
+    }
+
+    var editToken: [UInt8] { Array(#"{"version":"#.utf8) }
 }
