@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # refresh-client as a user runs it: publish (then read with curl), tail while another
-# publishes, pull to a completed refresh; a refused publish and an unreachable server end
+# publishes, pull to a completed refresh, edit and remove under a version; a refused publish and an unreachable server end
 # with the server's words on standard error and the status the help promises. It runs the
 # refresh-client beside the server when there is one, else the debug build (a command-line
 # tool's speed is not what is tested; REFRESH_CLIENT picks another).
@@ -98,6 +98,30 @@ expect "a pull whose reader stopped reading ends quietly, 0" "${PIPESTATUS[0]}" 
 expect "  nothing on standard error" "$(wc -c <"$WORK/err")" 0
 expect "no session is left open" "$(sessions)" 0
 
+# edit and remove: in place, under the version read; tail prints what changed.
+"$CLIENT" tail --feed team.eng --json --count 2 >"$WORK/tail" 2>"$WORK/tail.err" &
+tail_pid=$!
+for _ in $(seq 600); do [ "$(sessions)" = 1 ] && break; sleep 0.05; done
+expect "edit exits 0" "$(client edit --feed team.eng --id s1 --title 'Standup at 10:00' --clear link)" 0
+expect "  prints the item as stored, in place, at its next version" "$(json '(d["id"], d["title"], d.get("link"), d["summary"], d["position"])' <"$WORK/out")" \
+    "('s1', 'Standup at 10:00', None, 'To 10:00', 1)"
+edited_version=$(json 'd["version"]' <"$WORK/out")
+expect "an edit of another version exits 1" "$(client edit --feed team.eng --id s1 --title x --if-version 1)" 1
+expect_match "  precondition_failed" "$(cat "$WORK/err")" '^refresh-client: 412 precondition_failed: '
+expect "remove exits 0" "$(client remove --feed team.eng --id s1 --if-version "$edited_version")" 0
+expect "  curl no longer finds it" "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/api/feeds/team.eng/items/s1")" 404
+expect "removing it again exits 1, not_found" "$(client remove --feed team.eng --id s1)" 1
+expect_match "  saying so" "$(cat "$WORK/err")" '^refresh-client: 404 not_found: '
+expect "an edit that changes nothing is a usage error: 64" "$(client edit --id s1)" 64
+tail_code=0
+timeout 10 tail --pid "$tail_pid" -f /dev/null || kill "$tail_pid" 2>/dev/null
+wait "$tail_pid" || tail_code=$?
+expect "tail --count 2 saw the edit and the removal" "$tail_code" 0
+expect "  as changes" "$(python3 -c '
+import json, sys
+print([[(c["op"], c.get("id") or c["item"]["id"]) for c in json.loads(line)["changes"]] for line in open(sys.argv[1])])' "$WORK/tail")" \
+    "[[('update', 's1')], [('remove', 's1')]]"
+
 # Refusals and failures.
 main_items=$(curl -s "$BASE/api/feeds/main/items" | json 'len(d["items"])')
 expect "a publish without the token exits 1" "$(PTR_TOKEN='' client publish --title x)" 1
@@ -115,6 +139,6 @@ expect "  in one line" "$(wc -l <"$WORK/err")" 1
 expect "a missing --title is a usage error: 64" "$(client publish)" 64
 expect "a bad --server is a usage error: 64" "$(client tail --server ftp://x)" 64
 expect "--help exits 0" "$(client --help)" 0
-expect_match "  names the commands" "$(tr '\n' ' ' <"$WORK/out")" 'publish .*tail .*pull '
+expect_match "  names the commands" "$(tr '\n' ' ' <"$WORK/out")" 'publish .*edit .*remove .*tail .*pull '
 expect_match "  and the exit statuses" "$(tr '\n' ' ' <"$WORK/out")" 'cannot +be +reached'
 finish
