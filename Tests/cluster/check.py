@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "Tests", "support"))
@@ -109,14 +110,24 @@ def once(connection_factory, method, path, body=None):
 changed = threading.Condition()
 
 
+def item_path(feed, item_id):
+    return f"/api/feeds/{feed}/items/{urllib.parse.quote(item_id, safe='')}"
+
+
+def change_key(entry):
+    """What a `changes` entry is about: its op and the id of its item."""
+    return entry["op"], entry["item"]["id"] if entry["op"] == "update" else entry["id"]
+
+
 class Stream(threading.Thread):
     """One session's event stream, read through the front, with the time each `news` head
-    came."""
+    and each `changes` entry came."""
 
-    def __init__(self, cluster, session):
+    def __init__(self, cluster, session, feed="main"):
         super().__init__(daemon=True)
         self.cluster = cluster
         self.session = session
+        self.feed = feed
         self.instance = session.split(".", 1)[0]
         self.events = []  # (monotonic time, name, data)
         self.news = []  # (monotonic time, head)
@@ -160,6 +171,12 @@ class Stream(threading.Thread):
     def last_head(self):
         with changed:
             return self.news[-1][1] if self.news else None
+
+    def changes(self):
+        """Every entry of every `changes` event so far, in the order they came, each with the
+        time it came: (monotonic time, entry)."""
+        with changed:
+            return [(at, entry) for at, name, data in self.events if name == "changes" for entry in data["changes"]]
 
     def reached(self, head):
         """When the stream first heard of `head` or later, or None."""
@@ -206,6 +223,12 @@ class Checker:
         self.streams = []
         self.head = None  # the feed's head as the checker knows it
         self.serial = 0
+        # Items every session of main shows (its first page), newest first, that no check has
+        # changed yet: each check takes its own, so each item changes once in a run and a
+        # session must get exactly one entry for it.
+        self.unchanged = []
+        self.changed = {"main": set()}  # ids each feed's checks edited or removed
+        self.removed = 0  # items removed from main: its head counts them, its pages do not
 
     # MARK: - Helpers
 
@@ -218,7 +241,7 @@ class Checker:
         if status != 201 or body.get("feed") != (feed or "main"):
             self.check(False, f"a session of {feed or 'main'} is made through the front", f"status {status}, {body}")
             return None
-        stream = Stream(self.cluster, body["id"])
+        stream = Stream(self.cluster, body["id"], feed or "main")
         stream.start()
         if not wait_until(lambda: any(name == "state" for _, name, _ in stream.events), 30):
             self.check(False, f"the stream of {stream.session} opens through the front", f"status {stream.status}")
@@ -274,6 +297,122 @@ class Checker:
         self.check(not wrong, f"{what}: every session heard heads {first}…{last} once each, in order",
                    f"{len(streams)} sessions" + (f"; wrong: {wrong}" if wrong else ""))
 
+    def take(self):
+        """An item every session of main shows and no check has changed yet."""
+        return self.unchanged.pop(0)
+
+    def send_change(self, name, item, patch=None, feed="main"):
+        """One try at editing `item` of `feed` on instance `name` with the JSON merge patch
+        `patch`, or at removing it when `patch` is None, under `If-Match` of the version it
+        was shown at: a try that was taken but not answered is never made twice. Returns
+        (status or "no answer (…)", decoded body)."""
+        headers = {"If-Match": f'"{item["version"]}"'}
+        try:
+            reply = client.request(f"http://127.0.0.1:{self.cluster.port(name)}", "PATCH" if patch is not None else "DELETE",
+                                   item_path(feed, item["id"]), patch, headers=headers, timeout=20)
+        except (OSError, http.client.HTTPException) as error:
+            return f"no answer ({error})", None
+        return reply.status, None if isinstance(reply.json, bytes) else reply.json
+
+    def change(self, name, item, patch=None, feed="main", retry_for=0, refused=()):
+        """Edits (`patch`) or removes `item` of `feed` on instance `name`, trying again after a
+        503 or no answer for `retry_for` seconds, as a client does; `refused` are the answers
+        of earlier tries (503s during an outage). Answers what each session that shows the
+        item must get, a dict with `op`, `id`, `position`, `version` (None for a removal: a
+        204 does not tell it), `title` of an edit, `feed` and `at`, the monotonic time it was
+        acknowledged; None when it was not made."""
+        op = "update" if patch is not None else "remove"
+        what = f"{'an edit' if patch is not None else 'a removal'} of {item['id']} in {feed} on {name}"
+        tries = list(refused)
+        deadline = time.monotonic() + retry_for
+        while True:
+            status, body = self.send_change(name, item, patch, feed)
+            at = time.monotonic()
+            if status == 503 or not isinstance(status, int):
+                tries.append(status)
+                if at < deadline:
+                    time.sleep(0.2)
+                    continue
+            break
+        done = {"op": op, "id": item["id"], "position": item["position"], "version": None, "feed": feed, "at": at}
+        if op == "update" and status == 200:
+            done.update(version=body["version"], title=body["title"])
+            self.check(body["position"] == item["position"] and body["title"] == patch["title"],
+                       f"{what} is answered 200 with the item changed in place",
+                       f"version {body['version']}, position {body['position']}" + (f", after {tries}" if tries else ""))
+        elif op == "remove" and status == 204:
+            self.check(True, f"{what} is answered 204", f"after {tries}" if tries else "")
+        elif tries and status in (412, 404):
+            # An earlier try was taken. Only a try left without an answer may have been: one
+            # refused with 503 must have changed nothing.
+            if op == "update":
+                now, stored, _ = once(lambda: self.cluster.instance(name, timeout=20), "GET", item_path(feed, item["id"]))
+                taken = now == 200 and stored["title"] == patch["title"]
+                if taken:
+                    done.update(version=stored["version"], title=stored["title"])
+            else:
+                taken = status == 404
+            unanswered = [attempt for attempt in tries if not isinstance(attempt, int)]
+            self.check(taken and unanswered, f"{what} was taken by an earlier try left without an answer, none refused with 503",
+                       f"status {status} after {tries}")
+            if not taken:
+                return None
+        else:
+            self.check(False, f"{what} is answered {200 if op == 'update' else 204}", f"status {status}, {body} after {tries}")
+            return None
+        self.changed.setdefault(feed, set()).add(item["id"])
+        if op == "remove" and feed == "main":
+            self.removed += 1
+        return done
+
+    def delivered(self, expected, streams, what, within=NEWS_WITHIN, since=0.0, pause=1):
+        """Every stream got each of the `expected` changes (from `change`) exactly once, as it
+        was made, within `within` seconds of its acknowledgment (or of `since` when later: the
+        end of an outage); its `changes` entries are in version order; and it got no entry
+        for an item its feed's checks did not change (so nothing of another feed)."""
+        expected = [change for change in expected if change is not None]
+        keys = {(change["op"], change["id"]) for change in expected}
+        got = lambda stream: {change_key(entry) for _, entry in stream.changes()}
+        wait_until(lambda: all(keys <= got(stream) for stream in streams), max(within, 1) * 3)
+        time.sleep(pause)  # a late duplicate would come within this
+        delays = []
+        missing = {}
+        wrong = {}
+        for stream in streams:
+            entries = stream.changes()
+            problems = []
+            for change in expected:
+                key = (change["op"], change["id"])
+                hits = [(at, entry) for at, entry in entries if change_key(entry) == key]
+                if not hits:
+                    missing.setdefault(stream.session, []).append(key)
+                    continue
+                if len(hits) > 1:
+                    problems.append(f"{key} {len(hits)} times")
+                at, entry = hits[0]
+                delays.append(max(0.0, at - max(change["at"], since)))  # a session on the instance may hear before the answer
+                made = entry["item"] if change["op"] == "update" else entry
+                if (made["position"] != change["position"] or change["version"] not in (None, made["version"])
+                        or made.get("title") != change.get("title")):
+                    problems.append(f"{key} came as {entry}")
+            versions = [(entry["item"] if entry["op"] == "update" else entry)["version"] for _, entry in entries]
+            if any(later <= earlier for earlier, later in zip(versions, versions[1:])):
+                problems.append(f"versions out of order: {versions}")
+            if strays := [change_key(entry) for _, entry in entries if change_key(entry)[1] not in self.changed.get(stream.feed, set())]:
+                problems.append(f"not its feed's: {strays}")
+            if stream.ended:
+                problems.append("stream ended")
+            if problems:
+                wrong[stream.session] = problems
+        slowest = max(delays, default=float("inf"))
+        where = ", ".join(f"{name}: {count}" for name, count in sorted(
+            {stream.instance: sum(other.instance == stream.instance for other in streams) for stream in streams}.items()))
+        self.check(not missing and slowest <= within,
+                   f"{what}: each reaches all {len(streams)} sessions that show its item ({where}) within {within:g} s",
+                   f"slowest {slowest * 1000:.0f} ms" + (f"; missing {missing}" if missing else ""))
+        self.check(not wrong, f"{what}: every session got each change once, as made, in version order, and nothing else",
+                   f"changes: {len(expected)}, sessions: {len(streams)}" + (f"; wrong: {wrong}" if wrong else ""))
+
     def ready(self, name):
         try:
             status, body, _ = once(lambda: self.cluster.instance(name, timeout=3), "GET", "/readyz")
@@ -301,6 +440,9 @@ class Checker:
         shown = {stream.shown for stream in self.streams}
         self.check(len(shown) == 1, "every session shows the same head after its first page", f"{sorted(shown)}")
         self.head = max(shown)
+        self.unchanged = list(self.streams[0].first_page["items"])
+        # Items removed before this run (a cluster checked again) count in the head too.
+        self.removed = self.head - len(self.page_all(names[0]))
 
     def front_rules(self):
         print("== the front")
@@ -412,6 +554,48 @@ class Checker:
         for stream in others:
             stream.close()
 
+    def changes_fan_out(self):
+        print("== g: an edit and a removal on one instance reach the sessions that show the items")
+        name = self.cluster.names[0]
+        edited, removed, copied = self.take(), self.take(), self.take()
+        # Another feed holds the ids main's sessions show at the positions main holds them, so
+        # that a change sent by id or by position alone, whatever its feed, would reach its
+        # sessions too. A batch takes its positions oldest first: the times order it.
+        window = {item["position"]: item for item in self.unchanged + [edited, removed, copied]}
+        feed = f"team.changes-{os.getpid()}"
+        batch = [{"id": window[position]["id"] if position in window else f"before-{position}", "title": f"Copy {position}",
+                  "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1_700_000_000 + position))}
+                 for position in range(1, max(window) + 1)]
+        stored = {}
+        for start in range(0, len(batch), 500):  # a request body has a limit; a cluster run by hand may be long
+            status, body, _ = once(lambda: self.cluster.instance(name, timeout=20), "POST", f"/api/feeds/{feed}/items",
+                                   {"items": batch[start:start + 500]})
+            if status != 201:
+                break
+            stored.update((item["id"], item) for item in body["items"])
+        alike = all(stored.get(item["id"], {}).get("position") == item["position"] for item in window.values())
+        if not self.check(alike, f"{feed} holds main's shown ids at main's positions", f"status {status}, {len(stored)} items"):
+            return
+        others = []
+        for _ in range(4 * len(self.cluster.names)):
+            if {stream.instance for stream in others} == set(self.cluster.names):
+                break
+            stream = self.open_session(feed)
+            if stream is None:
+                return
+            others.append(stream)
+        shows = all({edited["id"], removed["id"], copied["id"]} <= {item["id"] for item in stream.first_page["items"]} for stream in others)
+        self.check({stream.instance for stream in others} == set(self.cluster.names) and shows,
+                   f"sessions of {feed} on every instance show the copies", ", ".join(sorted(stream.instance for stream in others)))
+
+        made = [self.change(name, edited, {"title": f"Edited on {name}"}),
+                self.change(name, removed)]
+        copy = self.change(name, stored[copied["id"]], {"title": f"Copy edited on {name}"}, feed=feed)
+        self.delivered(made, self.streams, f"an edit and a removal in main on {name}")
+        self.delivered([copy], others, f"an edit in {feed} of an id main shows too", pause=0)
+        for stream in others:
+            stream.close()
+
     def notifications_dropped(self):
         print("== b: every LISTEN connection terminated, then a publish")
         first = self.head + 1
@@ -419,11 +603,16 @@ class Checker:
             "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'refresh-server news') AS ended")
         terminated = int(ended.strip() or 0)
         self.check(terminated >= self.cluster.count, "one LISTEN connection per instance was terminated", f"{terminated} terminated")
+        # Changes made while the listeners are away: each instance reads them from the version
+        # it saw last once it listens again.
+        made = [self.change("i2", self.take(), {"title": "Edited while the listeners were away"}),
+                self.change("i3", self.take())]
         status, _, _, sent, _ = self.publish("i1")
         self.check(status == 201, "the publish after is answered 201", f"status {status}")
         self.head += 1
         # The listeners reconnect with a backoff from 100 ms and read the head they missed.
         self.arrival(self.head, sent, 10, "the publish after the connections dropped")
+        self.delivered(made, self.streams, "an edit and a removal after the connections dropped")
         back = poll(lambda: all(self.ready(name)[0] == 200 for name in self.cluster.names), 20)
         self.check(back, "every instance is ready again (listening)", "")
         self.exactly_once(first, self.head, "after the LISTEN connections dropped")
@@ -431,11 +620,25 @@ class Checker:
     def postgres_restarted(self):
         print("== c: PostgreSQL stopped for 5 s, then started")
         first = self.head + 1
+        # Acknowledged just before PostgreSQL goes: whether its notice went out or not, every
+        # session gets it once.
+        before = self.change("i3", self.take(), {"title": "Edited just before the restart"})
         stopped = time.monotonic()
         self.cluster.postgres_script("stop")
+        # A removal tried beside the publish: each waits a few seconds for the store before
+        # its 503, and the outage should not last the sum.
+        doomed = self.take()
+        removal = {}
+        beside = threading.Thread(target=lambda: removal.update(answer=self.send_change("i2", doomed), at=time.monotonic()))
+        asked = time.monotonic()
+        beside.start()
         status, body, seconds, _, item_id = self.publish("i1")
+        beside.join()
         self.check(status == 503, "a publish while PostgreSQL is down is answered 503",
                    f"status {status} ({(body or {}).get('error')}) in {seconds:.1f} s")
+        tried, body = removal["answer"]
+        self.check(tried == 503, "a removal while PostgreSQL is down is answered 503",
+                   f"status {tried} ({(body or {}).get('error') if isinstance(body, dict) else body}) in {removal['at'] - asked:.1f} s")
         unready = {name: self.ready(name) for name in self.cluster.names}
         self.check(all(status == 503 for status, _ in unready.values()), "/readyz is 503 on every instance during the outage",
                    ", ".join(f"{name}: {status} {(body or {}).get('error') if isinstance(body, dict) else body}"
@@ -455,7 +658,12 @@ class Checker:
         self.check(status == 201, "the publish refused during the outage is taken when tried again after the restart",
                    f"201 after {time.monotonic() - restarted:.1f} s, {attempts} attempts")
         self.head += 1
+        # Made at once, while the instances may still be finding PostgreSQL again: the removal
+        # refused during the outage, tried again as a client does, and an edit.
+        made = [self.change("i2", doomed, retry_for=30, refused=[tried]),
+                self.change("i1", self.take(), {"title": "Edited just after the restart"}, retry_for=30)]
         self.arrival(self.head, sent, 10, "the publish retried after the restart")
+        self.delivered([before] + made, self.streams, "an edit just before the restart and changes just after it", since=restarted)
         all_ready = lambda: all(self.ready(name)[0] == 200 for name in self.cluster.names)
         back = poll(all_ready, 20)
         self.check(back, "/readyz is 200 on every instance within 20 s of the restart", f"after {time.monotonic() - restarted:.1f} s")
@@ -537,7 +745,8 @@ class Checker:
         self.check(len(reference) == len(set(reference)), "no item is paged twice", f"{len(reference)} items, {len(set(reference))} distinct")
         burst = [item_id for item_id in reference if item_id.startswith(f"burst-{os.getpid()}-")]
         self.check(sorted(burst) == sorted(ids), f"all {count} published items are in the feed once", f"{len(burst)} found")
-        self.check(len(reference) == self.head, "the feed's head is its number of items", f"head {self.head}, {len(reference)} items")
+        self.check(len(reference) + self.removed == self.head, "the feed's head is its number of items and of those removed",
+                   f"head {self.head}, {len(reference)} items, {self.removed} removed")
 
     def page_all(self, name):
         """Every item id, newest first, paged on `name`'s own port."""
@@ -648,6 +857,7 @@ class Checker:
             self.pooled_connections()
             self.fan_out()
             self.feeds()
+            self.changes_fan_out()
             self.notifications_dropped()
             self.postgres_restarted()
             self.many_publishes()
