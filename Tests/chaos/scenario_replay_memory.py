@@ -52,7 +52,9 @@ async def page_through(server, index, pages=PAGES):
             return any(e.get("event") == "done" and e["data"].get("actionId") == wanted for e in s.events)
 
         if not await stream.read(until=finished, timeout=30):
-            raise RuntimeError(f"session {index}: page {page} did not finish")
+            kinds = [e.get("event") for e in stream.events[-8:]]
+            raise RuntimeError(f"session {index}: page {page} did not finish (closed by the server: {stream.eof}, "
+                               f"error: {stream.error}, the last events: {kinds}, {stream.received_bytes} bytes read)")
     first = stream.first_id
     stream.close()
     client.close()

@@ -99,13 +99,22 @@ final class LoopListeners: Sendable {
         var pending: Announcement?
         /// A news wake-up is queued on `loop` and has not started: another joins it.
         var queued = false
+        /// The newest event id a wake-up here has handed its members: the log keeps what
+        /// follows it, whatever its bounds, until a wake-up here has run with it.
+        var wokenThrough: UInt64
+
+        init(wokenThrough: UInt64) {
+            self.wokenThrough = wokenThrough
+        }
     }
 
     let loop: any EventLoop
-    let shared = Mutex(Shared())
+    let shared: Mutex<Shared>
 
-    init(loop: any EventLoop) {
+    /// `announced`: the newest id the session's streams were woken for before this group.
+    init(loop: any EventLoop, announced: UInt64 = 0) {
         self.loop = loop
+        shared = Mutex(Shared(wokenThrough: announced))
     }
 
     /// Wakes the current members on `loop`, in this call when already there.
@@ -148,6 +157,7 @@ final class LoopListeners: Sendable {
             }
             member.wake(reason, replay: &replay)
         }
+        if let carried { shared.withLock { $0.wokenThrough = max($0.wokenThrough, carried.through) } }
     }
 
     /// How many streams a round writes between two looks at the news queued behind it.
@@ -178,14 +188,15 @@ struct ListenerGroups: Sendable {
 
     var count: Int { positions.count }
 
-    /// Answers the listener's group when it is the first on its event loop.
-    mutating func insert(_ listener: any EventListener) -> LoopListeners? {
+    /// Answers the listener's group when it is the first on its event loop. `announced`: the
+    /// newest id the streams were woken for so far.
+    mutating func insert(_ listener: any EventListener, announced: UInt64) -> LoopListeners? {
         let loop = listener.eventLoop
         var created: LoopListeners?
         let group =
             groups.first { $0.loop === loop }
             ?? {
-                let group = LoopListeners(loop: loop)
+                let group = LoopListeners(loop: loop, announced: announced)
                 groups.append(group)
                 created = group
                 return group
@@ -219,6 +230,13 @@ struct ListenerGroups: Sendable {
             positions = [:]
         }
         return groups
+    }
+
+    /// The newest id every event loop's wake-ups have handed their streams: what follows
+    /// may still be on its way to a wake-up, which carries it, and a stream that asks the
+    /// log meanwhile (its socket drained, the keepalive tick) must find it there.
+    func wokenThrough() -> UInt64 {
+        groups.lazy.map { $0.shared.withLock { $0.wokenThrough } }.min() ?? .max
     }
 
     /// The wake-up of every stream, to be fired once the session's lock is released.

@@ -2,8 +2,11 @@ import NIOCore
 
 /// A session's events: numbered, kept in a ring bounded in events and in bytes for replay,
 /// and announced to the open streams. The byte bound is what holds memory: a refresh's
-/// `items` event can be hundreds of kilobytes, and every session keeps its own; it holds
-/// for events of every size, but for the newest one.
+/// `items` event can be hundreds of kilobytes, and every session keeps its own. An event
+/// goes once the events after it fill the bound by themselves: a session holds less than the
+/// bound and one event, and a reader is told it has a gap only when what it missed after
+/// the first event it lacks fills the bound (a page of long items as large as the bound
+/// stays for the reader whose socket was busy when the page and then its `done` came).
 ///
 /// Only the newest `state` and the newest `news` event are kept (each supersedes every
 /// earlier one of its kind), outside the ring, so a fast drag or a burst of publishes cannot
@@ -49,12 +52,18 @@ struct EventLog: Sendable {
         } else {
             ring.append(event)
             bytes += event.frame.capacity
-            // The oldest go first, until the ring is within both bounds; the newest event stays
-            // whatever its size (it is what a replay would end with). A reader that keeps up
-            // does not need the ring: the wake-up that follows an append carries the events
-            // themselves (``Announcement``), so only a reader already behind by more than the
-            // bound reads past what is kept, and is told it has a gap.
-            while let oldest = ring.first, ring.count > 1, ring.count > capacity || bytes > maxBytes {
+            // The oldest go first, while the ring holds more events than its count or the
+            // events after the oldest fill the byte bound without it (a `done` right after a
+            // page as large as the bound does not take the page). A reader that keeps up does
+            // not need the ring: the wake-up that follows an append carries the events
+            // themselves (``Announcement``), so only a reader already behind by the bound's
+            // worth reads past what is kept, and is told it has a gap.
+            // An event a wake-up has yet to hand the streams stays too: one on its way to a
+            // busy event loop is not taken from a stream that asks the log first.
+            var woken: UInt64?
+            while let oldest = ring.first, ring.count > 1, ring.count > capacity || bytes - oldest.frame.capacity >= maxBytes {
+                if woken == nil { woken = listeners.wokenThrough() }
+                guard let woken, oldest.id <= woken else { break }
                 ring.removeFirst()
                 bytes -= oldest.frame.capacity
                 droppedThrough = oldest.id
@@ -103,7 +112,7 @@ struct EventLog: Sendable {
 
     /// Answers the listener's group when it is the first on its event loop.
     mutating func addListener(_ listener: any EventListener) -> LoopListeners? {
-        listeners.insert(listener)
+        listeners.insert(listener, announced: announcedThrough)
     }
 
     /// Answers the listener's group when it was the last on its event loop.
