@@ -185,7 +185,7 @@ let package = Package(
         ),
         .testTarget(name: "RefreshEngineTests", dependencies: ["RefreshEngine"]),
         // The feed tested alone: nothing of the server is built for it.
-        .testTarget(name: "RefreshFeedTests", dependencies: ["RefreshFeed"]),
+        .testTarget(name: "RefreshFeedTests", dependencies: ["RefreshFeed"], exclude: ["Fixtures"]),
         // The connection layer tested alone: nothing of the server is built for it.
         .testTarget(
             name: "RefreshHTTPTests",

@@ -89,6 +89,33 @@ struct Upstream {
                 status: .ok, headers: [.contentType: "application/rss+xml"],
                 body: .init(byteBuffer: ByteBuffer(string: "<rss version=\"2.0\"><channel><title>R</title>\(entries.joined())</channel></rss>")))
         }
+        // Entries without a guid or a date, named by their link or their text; from the second
+        // download on, each has another title.
+        router.get("retitled") { _, _ -> Response in
+            let downloads = log.requests.withLock { requests in
+                requests.append(("retitled", nil))
+                return requests.filter { $0.0 == "retitled" }.count
+            }
+            let title = downloads == 1 ? "Draft" : "Final"
+            let entries =
+                "<item><title>\(title) one</title><link>/posts/one</link></item>"
+                + "<item><title>\(title) two</title><description>The second entry's text</description></item>"
+            return Response(
+                status: .ok, headers: [.contentType: "application/rss+xml"],
+                body: .init(byteBuffer: ByteBuffer(string: "<rss version=\"2.0\"><channel><title>T</title>\(entries)</channel></rss>")))
+        }
+        // windows-1252 bytes, said only by the HTTP charset; and a JSON Feed whose version is short.
+        router.get("latin") { _, _ in
+            var bytes = ByteBuffer(string: "<rss version=\"2.0\"><channel><title>L</title><item><title>Caf")
+            bytes.writeBytes([0xE9, 0x20, 0x96, 0x20, 0x64, 0x6F, 0x6E, 0x92, 0x74])  // "é – don’t"
+            bytes.writeString("</title><guid>latin-1</guid></item></channel></rss>")
+            return Response(status: .ok, headers: [.contentType: "application/rss+xml; charset=windows-1252"], body: .init(byteBuffer: bytes))
+        }
+        router.get("short-version") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "application/feed+json"],
+                body: .init(byteBuffer: ByteBuffer(string: #"{"version":"1.1","items":[{"id":"s1","content_html":"<p>Untitled</p>"}]}"#)))
+        }
         router.get("json") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "application/feed+json"],
@@ -182,6 +209,52 @@ struct Upstream {
                 #expect(stored.compactMap { $0["id"] as? String }.filter { $0.hasPrefix("revised") } == ["revised-2", "revised-1", "revised-0"])
                 let metrics = try await server.get("/metrics").text
                 #expect(metrics.contains("ptr_upstream_items_edited_total 1"))
+            }
+        }
+    }
+
+    /// Entries without a guid keep their ids when retitled (the link, else a digest of their
+    /// text): the second download edits both in place, the page is told, and neither takes a
+    /// new date.
+    @Test func aRetitledEntryWithoutAGuidIsOneItemEditedInPlace() async throws {
+        try await Upstream.run { port, _ in
+            try await TestServer.run(server(feeds: ["http://127.0.0.1:\(port)/retitled"])) { server in
+                let (id, stream) = try await server.watchedSession()
+                #expect(try await server.post("/api/sessions/\(id)/refresh").status == 202)
+                #expect(try await stream.events(until: "done", within: 120).last?.json["added"] as? Int == 2)
+                _ = try await stream.nextEvent()
+                let first = try await server.get("/api/items?limit=10").json["items"] as? [[String: Any]] ?? []
+                #expect(first.compactMap { $0["title"] as? String }.sorted() == ["Draft one", "Draft two"])
+                #expect(first.contains { $0["id"] as? String == "http://127.0.0.1:\(port)/posts/one" }, "a relative link made absolute names it")
+
+                try await Task.sleep(for: .milliseconds(20))  // a second download's "now" is another instant
+                #expect(try await server.post("/api/sessions/\(id)/refresh").status == 202)
+                let second = try await stream.events(until: "done", within: 120)
+                #expect(second.last?.json["added"] as? Int == 0)
+                let changed = second.filter { $0.event == "changes" }.flatMap { $0.json["changes"] as? [[String: Any]] ?? [] }
+                #expect(changed.compactMap { ($0["item"] as? [String: Any])?["title"] as? String }.sorted() == ["Final one", "Final two"])
+                let again = try await server.get("/api/items?limit=10").json["items"] as? [[String: Any]] ?? []
+                #expect(again.count == 2)
+                for item in again {
+                    let before = first.first { $0["id"] as? String == item["id"] as? String }
+                    #expect(before?["published"] as? String == item["published"] as? String, "\(item)")
+                }
+            }
+        }
+    }
+
+    /// The HTTP charset decides a feed's encoding; a JSON Feed version written short is read
+    /// and counted as a warning, like bytes that are not UTF-8.
+    @Test func theHTTPCharsetIsReadAndLeniencyIsCounted() async throws {
+        try await Upstream.run { port, _ in
+            let feeds = ["http://127.0.0.1:\(port)/latin", "http://127.0.0.1:\(port)/short-version"]
+            try await TestServer.run(server(feeds: feeds)) { server in
+                #expect(try await refresh(server).last?.json["added"] as? Int == 2)
+                let items = try await server.get("/api/items?limit=10").json["items"] as? [[String: Any]] ?? []
+                #expect(Set(items.compactMap { $0["title"] as? String }) == ["Café – don’t", "Untitled"])
+                let metrics = try await server.get("/metrics").text
+                #expect(metrics.contains(#"ptr_upstream_warnings_total{warning="jsonfeed_version"} 1"#))
+                #expect(metrics.contains(#"ptr_upstream_warnings_total{warning="not_utf8"} 0"#))
             }
         }
     }

@@ -5,10 +5,11 @@ import RefreshJSON
 import FoundationXML
 #endif
 
-/// Reads RSS 2.0 (and RSS 1.0 / RDF), Atom 1.0 and JSON Feed 1.1, told apart by their
-/// content rather than their `Content-Type`, which upstreams often get wrong. Titles and
-/// summaries come out as plain text: markup is stripped, entities decoded. Items come out as
-/// the feed has them; ``ItemRules/admit(_:base:)`` then holds them to the limits.
+/// Reads RSS (2.0, 0.9x, 1.0 / RDF), Atom (1.0 and 0.3), JSON Feed (1.0 and 1.1) and CDF,
+/// told apart by their content rather than their `Content-Type`, which upstreams often get
+/// wrong; the bytes are made UTF-8 first (``FeedEncoding``). Titles, summaries and authors
+/// come out as text, markup stripped only where the format says the value is markup. Items
+/// come out as the feed has them; ``ItemRules/admit(_:base:)`` then holds them to the limits.
 enum FeedParser {
     struct Malformed: Error, CustomStringConvertible {
         let description: String
@@ -27,21 +28,43 @@ enum FeedParser {
         }
     }
 
-    /// The feed's entries in its order.
-    static func entries(_ data: Data, source: String) throws -> [Entry] {
-        guard let first = data.first(where: { !" \t\r\n\u{FEFF}".utf8.contains($0) && $0 != 0xEF && $0 != 0xBB && $0 != 0xBF }) else {
+    /// A feed's entries in its order, and what was read leniently.
+    struct Document {
+        var entries: [Entry]
+        var warnings: [UpstreamWarning] = []
+    }
+
+    /// `source`: the feed's URL, against which relative links and `xml:base` resolve.
+    /// `contentType`: the HTTP `Content-Type` it came with, for its `charset`.
+    static func read(_ data: Data, source: String, contentType: String? = nil) throws -> Document {
+        let decoded: FeedEncoding.Decoded
+        do {
+            decoded = try FeedEncoding.utf8(data, contentType: contentType)
+        } catch let error as FeedEncoding.Unsupported {
+            throw Malformed(description: error.description)
+        }
+        let utf8 = decoded.data
+        guard let first = utf8.first(where: { !" \t\r\n".utf8.contains($0) }) else {
             throw Malformed(description: "it is empty")
         }
+        var document: Document
         switch first {
-        case UInt8(ascii: "{"): return try parseJSONFeed(data, source: source)
-        case UInt8(ascii: "<"): return try parseXML(data, source: source)
+        case UInt8(ascii: "{"): document = try parseJSONFeed(utf8)
+        case UInt8(ascii: "<"): document = Document(entries: try XMLFeedReader.read(utf8, base: URL(string: source)))
         default: throw Malformed(description: "it is neither XML nor JSON")
         }
+        if decoded.fellBack { document.warnings.append(.notUTF8) }
+        return document
+    }
+
+    /// The feed's entries in its order.
+    static func entries(_ data: Data, source: String, contentType: String? = nil) throws -> [Entry] {
+        try read(data, source: source, contentType: contentType).entries
     }
 
     /// The feed's items, without what could not be one.
-    static func parse(_ data: Data, source: String) throws -> [FeedItem] {
-        try entries(data, source: source).compactMap(\.item)
+    static func parse(_ data: Data, source: String, contentType: String? = nil) throws -> [FeedItem] {
+        try entries(data, source: source, contentType: contentType).compactMap(\.item)
     }
 
     // MARK: - JSON Feed
@@ -49,12 +72,19 @@ enum FeedParser {
     /// Read with the server's own strict parser, which tells `true` from `1` (Foundation's
     /// reads both as a number). An item's `id` is a string, as JSON Feed 1.1 says; a whole
     /// number is taken as its decimal text (JSON Feed 1.0 asked readers to coerce numbers);
-    /// any other kind of id leaves the item out (``ItemRules/SkipReason/id``).
-    private static func parseJSONFeed(_ data: Data, source: String) throws -> [Entry] {
+    /// any other kind of id leaves the item out (``ItemRules/SkipReason/id``). A `version`
+    /// written as `1.1` rather than its URL is read, with a warning.
+    private static func parseJSONFeed(_ data: Data) throws -> Document {
         guard case .object(let root) = try? JSONParser.parse(Array(data)) else {
             throw Malformed(description: "it is not valid JSON")
         }
-        guard case .string(let version)? = root["version"], version.hasPrefix("https://jsonfeed.org/version/") else {
+        var warnings: [UpstreamWarning] = []
+        switch root["version"] {
+        case .string(let version)? where version.hasPrefix("https://jsonfeed.org/version/") || version.hasPrefix("http://jsonfeed.org/version/"):
+            break
+        case .string(let version)? where ["1", "1.0", "1.1"].contains(version):
+            warnings.append(.jsonFeedVersion)
+        default:
             throw Malformed(description: "it is JSON but not a JSON Feed (no jsonfeed.org version)")
         }
         guard case .array(let entries)? = root["items"] else { throw Malformed(description: "a JSON Feed needs an items array") }
@@ -68,176 +98,149 @@ enum FeedParser {
             return nil
         }
         let feedAuthor = firstAuthor(root)
-        return entries.compactMap { value in
+        let items: [Entry] = entries.compactMap { value in
             guard case .object(let entry) = value else { return nil }
-            let id: String
+            var id: String?
             switch entry["id"] {
             case .string(let text)?: id = text
             case .number(let number)?:
                 guard number == number.rounded(), abs(number) < 9_007_199_254_740_992 else { return .unusable(.id) }
                 id = String(Int64(number))
-            case nil, .null?:
-                guard let url = string(entry["url"]) else { return nil }
-                id = url
+            case nil, .null?: id = nil
             default: return .unusable(.id)
             }
-            let title = PlainText.from(string(entry["title"])) ?? PlainText.from(string(entry["content_text"])).map { String($0.prefix(120)) }
-            guard let title else { return nil }
+            let link = string(entry["url"])
             let summary =
-                PlainText.from(string(entry["summary"])) ?? PlainText.from(string(entry["content_text"]))
+                PlainText.from(string(entry["summary"])) ?? PlainText.folded(string(entry["content_text"]))
                 ?? PlainText.from(string(entry["content_html"]))
-            let published =
-                string(entry["date_published"]).flatMap { Timestamp(rfc3339: $0) }
-                ?? string(entry["date_modified"]).flatMap { Timestamp(rfc3339: $0) }
+            let title = PlainText.folded(string(entry["title"])) ?? summary.map(PlainText.titleFrom) ?? link
+            let dateText = string(entry["date_published"]) ?? string(entry["date_modified"])
+            let published = dateText.flatMap(Timestamp.init(feedDate:))
+            guard let title, let id = id ?? EntryID.fallback(link: link, date: dateText, summary: summary) else { return nil }
             return .item(
                 FeedItem(
-                    id: id, title: title, summary: summary, link: string(entry["url"]), author: firstAuthor(entry) ?? feedAuthor,
-                    published: published ?? Timestamp.now()), dated: published != nil)
+                    id: id, title: title, summary: summary, link: link, author: firstAuthor(entry) ?? feedAuthor,
+                    published: published ?? Timestamp.now()),
+                dated: published != nil)
         }
-    }
-
-    // MARK: - RSS and Atom
-
-    private static func parseXML(_ data: Data, source: String) throws -> [Entry] {
-        let reader = XMLFeedReader()
-        let parser = XMLParser(data: data)
-        parser.delegate = reader
-        parser.shouldProcessNamespaces = false
-        parser.shouldResolveExternalEntities = false
-        guard parser.parse(), !reader.mismatched, reader.isBalanced else {
-            if reader.mismatched || !reader.isBalanced, parser.parserError == nil {
-                throw Malformed(description: "it is not well-formed XML (unbalanced tags near line \(parser.lineNumber))")
-            }
-            let reason = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "unknown error"
-            throw Malformed(description: "it is not well-formed XML (line \(parser.lineNumber): \(reason))")
-        }
-        guard reader.kind != nil else {
-            throw Malformed(description: "it is XML but not RSS or Atom (root <\(reader.root ?? "?")>)")
-        }
-        return reader.entries
+        return Document(entries: items, warnings: warnings)
     }
 }
 
-/// Collects entries from RSS (`<item>`) or Atom (`<entry>`) as the parser walks the document.
-private final class XMLFeedReader: NSObject, XMLParserDelegate {
-    enum Kind { case rss, atom }
-
-    var root: String?
-    var kind: Kind?
-    var entries: [FeedParser.Entry] = []
-    /// An end tag that does not close the open element: some parsers recover, we refuse.
-    private(set) var mismatched = false
-    var isBalanced: Bool { path.isEmpty }
-    private var entry: [String: String]?
-    private var text = ""
-    private var path: [String] = []
-
-    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:])
-    {
-        if root == nil {
-            root = name
-            switch name.lowercased() {
-            case "rss", "rdf:rdf": kind = .rss
-            case "feed": kind = .atom
-            default: parser.abortParsing()
-            }
-        }
-        path.append(name)
-        text = ""
-        if name == "item" || name == "entry" {
-            entry = [:]
-            // RSS 1.0 names an item by its rdf:about attribute; a <guid> or <id> inside wins.
-            if let about = attributes["rdf:about"], !about.isEmpty { entry?["about"] = about }
-        } else if entry != nil, name == "link", let href = attributes["href"] {
-            let rel = attributes["rel"] ?? "alternate"
-            if rel == "alternate" || entry?["link"] == nil { entry?["link"] = href }
-        }
+/// How an entry without an id of its own is named: by its link, else by a digest of what
+/// does not change when its title does (its date and its text), never by its title, so a
+/// retitled entry stays one item edited in place. One with none of them cannot be told
+/// apart from a retitled one, and is left out (``ItemRules/SkipReason/id``).
+enum EntryID {
+    static func fallback(link: String?, date: String?, summary: String?) -> String? {
+        if let link, !link.isEmpty { return link }
+        let parts = [date, summary].map { $0?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "" }
+        guard parts.contains(where: { !$0.isEmpty }) else { return nil }
+        return "digest:" + digest(parts.joined(separator: "\u{0}"))
     }
 
-    func parser(_ parser: XMLParser, foundCharacters string: String) {
-        text += string
+    /// 128 bits of two FNV-1a hashes, as hexadecimal: stable across runs and machines,
+    /// unlike `Hasher`.
+    static func digest(_ text: String) -> String {
+        var first: UInt64 = 0xcbf2_9ce4_8422_2325
+        var second: UInt64 = 0x6c62_272e_07bb_0142
+        for byte in text.utf8 {
+            first = (first ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+            second = (second ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+            second = second &+ (second >> 29)
+        }
+        return hex(first) + hex(second)
     }
 
-    func parser(_ parser: XMLParser, foundCDATA block: Data) {
-        text += String(decoding: block, as: UTF8.self)
-    }
-
-    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-        guard path.last == name else {
-            mismatched = true
-            parser.abortParsing()
-            return
-        }
-        defer {
-            path.removeLast()
-            text = ""
-        }
-        guard entry != nil else { return }
-        if name == "item" || name == "entry" {
-            if let item = makeEntry() { entries.append(item) }
-            entry = nil
-            return
-        }
-        let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !value.isEmpty else { return }
-        let parent = path.count >= 2 ? path[path.count - 2] : ""
-        let key: String? =
-            switch name {
-            case "title" where parent == "item" || parent == "entry": "title"
-            case "link" where parent == "item": "link"
-            case "guid": "id"
-            case "id" where parent == "entry": "id"
-            case "description", "summary": "summary"
-            case "content", "content:encoded": entry?["summary"] == nil ? "summary" : nil
-            case "pubDate", "published", "dc:date": "published"
-            case "updated": entry?["published"] == nil ? "published" : nil
-            case "author", "dc:creator": "author"
-            case "name" where parent == "author": "author"
-            default: nil
-            }
-        let preferred = (key == "summary" && (name == "description" || name == "summary")) || name == "published" || name == "pubDate"
-        if let key, entry?[key] == nil || preferred {
-            entry?[key] = value
-        }
-    }
-
-    private func makeEntry() -> FeedParser.Entry? {
-        guard let entry else { return nil }
-        let title = PlainText.from(entry["title"]) ?? PlainText.from(entry["summary"]).map { String($0.prefix(120)) }
-        guard let title else { return nil }
-        let id = entry["id"] ?? entry["about"] ?? entry["link"] ?? title
-        let published = entry["published"].flatMap { Timestamp(rfc3339: $0) ?? Timestamp(rfc822: $0) }
-        // Lengths and links are held to ItemRules with the other formats' items, in one place.
-        return .item(
-            FeedItem(
-                id: id, title: title, summary: PlainText.from(entry["summary"]), link: entry["link"],
-                author: PlainText.from(entry["author"]), published: published ?? Timestamp.now()),
-            dated: published != nil)
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 }
 
 /// Markup from upstreams made into text: tags dropped, entities decoded, white space
 /// folded. What remains is shown with `textContent`, never parsed as HTML.
 enum PlainText {
+    /// HTML made text. A `<` that does not start a tag (`2 < 3`) stays; a block element
+    /// parts the words around it, an inline one does not (`H<sub>2</sub>O` is `H2O`).
     static func from(_ markup: String?) -> String? {
         guard let markup else { return nil }
         var text = ""
-        var inTag = false
-        for character in markup {
-            if character == "<" {
-                inTag = true
+        var rest = Substring(markup)
+        while let open = rest.firstIndex(of: "<") {
+            text += rest[..<open]
+            let after = rest[rest.index(after: open)...]
+            if after.hasPrefix("!--") {
+                // A comment, to its end (or to the end of the text).
+                rest = after.range(of: "-->").map { after[$0.upperBound...] } ?? ""
                 continue
             }
-            if character == ">", inTag {
-                inTag = false
-                text.append(" ")
+            guard let next = after.first, next.isLetter || next == "/" || next == "!" || next == "?",
+                let close = after.firstIndex(of: ">")
+            else {
+                text.append("<")
+                rest = after
                 continue
             }
-            if !inTag { text.append(character) }
+            let name = after.drop { $0 == "/" }.prefix { $0.isLetter || $0.isNumber }.lowercased()
+            if blocks.contains(name) { text.append(" ") }
+            rest = after[after.index(after: close)...]
+            if name == "script" || name == "style", next != "/" {
+                // What a script or a style holds is not text.
+                rest = rest.range(of: "</\(name)", options: .caseInsensitive).map { rest[$0.lowerBound...] } ?? ""
+            }
         }
-        let folded = decodingEntities(text).split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        text += rest
+        return folded(decodingEntities(text))
+    }
+
+    /// Text as the feed gave it, its white space folded: nothing is taken for markup.
+    static func folded(_ text: String?) -> String? {
+        guard let text else { return nil }
+        let folded = text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
         return folded.isEmpty ? nil : folded
     }
+
+    /// The title a reader shows for an entry without one: the start of its text.
+    static func titleFrom(_ text: String) -> String {
+        guard text.count > 120 else { return text }
+        let start = text.prefix(120)
+        let word = start.lastIndex(of: " ").map { start[..<$0] } ?? start
+        return word + "…"
+    }
+
+    /// Whether text from a field that may hold either (an RSS title) reads as HTML, as feed
+    /// readers guess it: a closing tag or an entity of HTML. `2 < 3` and `the <blink> tag`
+    /// are text.
+    static func looksLikeHTML(_ text: String) -> Bool {
+        guard text.contains("<") || text.contains("&") else { return false }
+        var rest = Substring(text)
+        while let open = rest.range(of: "</") {
+            let name = rest[open.upperBound...].prefix { $0.isLetter || $0.isNumber }
+            if !name.isEmpty, rest[open.upperBound...].dropFirst(name.count).first == ">", htmlElements.contains(name.lowercased()) {
+                return true
+            }
+            rest = rest[open.upperBound...]
+        }
+        rest = Substring(text)
+        while let ampersand = rest.firstIndex(of: "&") {
+            let after = rest[rest.index(after: ampersand)...]
+            if let semicolon = after.prefix(12).firstIndex(of: ";"), character(for: after[..<semicolon]) != nil { return true }
+            rest = after
+        }
+        return false
+    }
+
+    private static let blocks: Set<String> = [
+        "p", "div", "br", "hr", "li", "ul", "ol", "dl", "dt", "dd", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre",
+        "table", "tr", "td", "th", "thead", "tbody", "section", "article", "header", "footer", "figure", "figcaption", "img",
+    ]
+
+    private static let htmlElements: Set<String> =
+        blocks.union([
+            "a", "abbr", "b", "big", "cite", "code", "del", "dfn", "em", "font", "i", "ins", "kbd", "mark", "q", "s", "samp",
+            "small", "span", "strike", "strong", "sub", "sup", "tt", "u", "var", "blink", "center", "nobr",
+        ])
 
     /// Decodes every entity in one pass from left to right, so what one entity decodes to is
     /// never read as the start of another (`&amp;lt;` is `&lt;`, whatever the order of a
@@ -264,7 +267,7 @@ enum PlainText {
         return decoded
     }
 
-    private static func character(for name: Substring) -> Character? {
+    static func character(for name: Substring) -> Character? {
         if name.hasPrefix("#") {
             let digits = name.dropFirst()
             let value = digits.first == "x" || digits.first == "X" ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits, radix: 10)
@@ -284,6 +287,29 @@ enum PlainText {
 }
 
 extension Timestamp {
+    /// A date as feeds write them: RFC 3339, the W3C's profile of ISO 8601 with its shorter
+    /// forms (`2003-12-13`, `2003-12-13T18:30Z`, no zone read as UTC), or RFC 822.
+    init?(feedDate text: String) {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let stamp = Timestamp(rfc3339: trimmed) ?? Timestamp(w3cdtf: trimmed) ?? Timestamp(rfc822: trimmed) else { return nil }
+        self = stamp
+    }
+
+    /// `YYYY`, `YYYY-MM`, `YYYY-MM-DD`, then `Thh:mm`, `:ss`, a fraction and a zone, each optional.
+    init?(w3cdtf text: String) {
+        guard let match = text.wholeMatch(of: Self.w3cdtf) else { return nil }
+        func part(_ index: Int, _ fallback: String) -> String {
+            match.output[index].substring.map(String.init) ?? fallback
+        }
+        var zone = part(8, "Z")
+        if zone.count == 5 { zone.insert(":", at: zone.index(zone.startIndex, offsetBy: 3)) }  // +0100
+        let stamp = "\(part(1, ""))-\(part(2, "01"))-\(part(3, "01"))T\(part(4, "00")):\(part(5, "00")):\(part(6, "00"))\(part(7, ""))\(zone)"
+        self.init(rfc3339: stamp)
+    }
+
+    private nonisolated(unsafe) static let w3cdtf = try! Regex(
+        #"(\d{4})(?:-(\d{2})(?:-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?\s*([Zz]|[+-]\d{2}:?\d{2})?)?)?)?"#)
+
     /// RFC 822 / 1123 dates as RSS uses them: `Sun, 22 Nov 2026 08:00:00 GMT`, `+0100`, two-digit years.
     init?(rfc822 text: String) {
         let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]

@@ -120,19 +120,20 @@ public final class UpstreamSet: Sendable {
         ) {
             try await self.download(url, validators: validators, deadline: deadline, progress: progress, report: report)
         }
-        guard case .feed(let body, let newValidators) = download else {
+        guard case .feed(let body, let contentType, let newValidators) = download else {
             report(1, "done", "\(host) is unchanged")
             return 0
         }
         try Task.checkCancellation()
         report(0.85, "parsing", "Reading the feed from \(host)…")
-        let entries: [FeedParser.Entry]
+        let document: FeedParser.Document
         do {
-            entries = try FeedParser.entries(Data(body.readableBytesView), source: url)
+            document = try FeedParser.read(Data(body.readableBytesView), source: url, contentType: contentType)
         } catch {
             throw UpstreamError(description: "The feed at \(host) could not be read: \(error)")
         }
-        let admitted = admit(entries, base: URL(string: url))
+        for warning in document.warnings { metrics?.upstreamWarning(warning) }
+        let admitted = admit(document.entries, base: URL(string: url))
         let skipped = admitted.skipped == 0 ? "" : " (\(admitted.skipped) skipped: over the item limits)"
         report(0.92, "storing", "Storing \(admitted.items.count) items from \(host)…\(skipped)")
         let written = try await store.store(admitted.items, keepingDatesOf: admitted.undated)
@@ -146,7 +147,7 @@ public final class UpstreamSet: Sendable {
     /// What a download brought: nothing new (`304`), or the feed and its validators.
     private enum Download: Sendable {
         case unchanged
-        case feed(ByteBuffer, UpstreamValidators)
+        case feed(ByteBuffer, contentType: String?, UpstreamValidators)
     }
 
     /// The response head and the whole body; ``UpstreamDeadline`` bounds it all.
@@ -202,7 +203,7 @@ public final class UpstreamSet: Sendable {
             throw Self.explain(error, url: url, timeout: timeout, maxBytes: maxBytes)
         }
         let validators = UpstreamValidators(etag: response.headers.first(name: "ETag"), lastModified: response.headers.first(name: "Last-Modified"))
-        return .feed(body, validators)
+        return .feed(body, contentType: response.headers.first(name: "Content-Type"), validators)
     }
 
     /// The entries held to ``ItemRules``: what is kept, and how many were left out; each

@@ -18,6 +18,10 @@ extension ServerMetrics: FeedObserver {
         upstreamFieldCut(field)
     }
 
+    public func upstreamWarning(_ warning: UpstreamWarning) {
+        upstreamWarned(warning)
+    }
+
     public func upstreamItemsEdited(_ count: Int) {
         upstreamEdited(count)
     }

@@ -69,6 +69,7 @@ public final class ServerMetrics: Sendable {
     private let upstreamFetchDuration: Metrics.Timer
     private let upstreamItemsSkipped: [ItemRules.SkipReason: CoreMetrics.Counter]
     private let upstreamFieldsCut: [ItemRules.Field: CoreMetrics.Counter]
+    private let upstreamWarnings: [UpstreamWarning: CoreMetrics.Counter]
     private let storeErrors: [StoreOperation: CoreMetrics.Counter]
     private let notificationReconnects: CoreMetrics.Counter
 
@@ -173,6 +174,9 @@ public final class ServerMetrics: Sendable {
         upstreamFieldsCut = counters(
             [ItemRules.Field.title, .summary, .author], "upstream_fields_cut", "Upstream item texts cut to their length limit, by field.", by: "field"
         )
+        upstreamWarnings = counters(
+            UpstreamWarning.allCases, "upstream_warnings",
+            "Upstream feeds read leniently, by what they broke: a JSON Feed version that is not its URL, bytes that are not UTF-8.", by: "warning")
         storeErrors = counters(StoreOperation.allCases, "store_errors", "Failed reads and writes of the feed store.", by: "operation")
         notificationReconnects = counter(
             "notification_reconnects", "Times the PostgreSQL notification connection was lost and made again.", [])
@@ -266,6 +270,10 @@ public final class ServerMetrics: Sendable {
     /// An item edited or removed through the API.
     func itemChanged(_ kind: ItemChange) {
         itemChanges[kind]?.increment()
+    }
+
+    func upstreamWarned(_ warning: UpstreamWarning) {
+        upstreamWarnings[warning]?.increment()
     }
 
     func upstreamEdited(_ count: Int) {
