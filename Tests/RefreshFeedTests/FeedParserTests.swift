@@ -45,6 +45,7 @@ import Testing
         ("Tom &amp; Jerry &#8217;s &#x2019; &rsquo;", "Tom & Jerry ’s ’ ’", "named, decimal and hex"),
         ("a &unknown; b &#0; c &#xZZ; d & e &amp", "a &unknown; b &#0; c &#xZZ; d & e &amp", "anything else stays as written"),
         ("&mdash;&hellip;&nbsp;x", "—… x", "the ones feeds use"),
+        ("Caf&eacute; &Eacute;t&eacute; &alpha;&le;&euro;", "Café Été α≤€", "every named reference of HTML 4, by case"),
     ])
     func decodesEntitiesInOnePass(text: String, expected: String, why: String) {
         #expect(PlainText.from(text) == expected, "\(why)")
