@@ -1161,6 +1161,218 @@ package struct Client: APIProtocol {
             }
         )
     }
+    /// One event stream for several sessions of one client
+    ///
+    /// The events of up to 32 sessions on one connection, as the tabs of one browser
+    /// share it (a browser keeps at most six HTTP/1.1 connections to a host, and a stream
+    /// holds one). Each `session` parameter is a session's id, optionally followed by `:`
+    /// and the last event id seen of it: that session resumes from there as its own stream
+    /// would with `Last-Event-ID`.
+    ///
+    /// The body is `text/event-stream`, read with `fetch` rather than `EventSource`: an
+    /// `event: session` whose `data` is a session's id comes before the events of another
+    /// session than the last one named, and every event that follows is that session's, with
+    /// that session's own `id:`. A session that ends is named and then told `event: ended`
+    /// (`{"session": ID}`); the stream goes on for the others and ends with the last. Not
+    /// compressed.
+    ///
+    /// Each session is checked as its own stream would be; one that does not exist and one
+    /// this request may not follow are refused alike (`404 session_not_found`, naming it).
+    /// A shared stream counts once against the limits on open streams, and is told to come
+    /// back later like any stream past them.
+    ///
+    ///
+    /// - Remark: HTTP `GET /api/events`.
+    /// - Remark: Generated from `#/paths//api/events/get(sharedEvents)`.
+    package func sharedEvents(_ input: Operations.SharedEvents.Input) async throws -> Operations.SharedEvents.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.SharedEvents.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/api/events",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .get
+                )
+                suppressMutabilityWarning(&request)
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "session",
+                    value: input.query.session
+                )
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let headers: Operations.SharedEvents.Output.Ok.Headers = .init(
+                        cacheControl: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Cache-Control",
+                            as: Operations.SharedEvents.Output.Ok.Headers.CacheControlPayload.self
+                        ),
+                        xAccelBuffering: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Accel-Buffering",
+                            as: Operations.SharedEvents.Output.Ok.Headers.XAccelBufferingPayload.self
+                        ),
+                        accessControlAllowOrigin: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Access-Control-Allow-Origin",
+                            as: Components.Headers.AccessControlAllowOrigin.self
+                        ),
+                        accessControlAllowCredentials: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Access-Control-Allow-Credentials",
+                            as: Components.Headers.AccessControlAllowCredentials.self
+                        ),
+                        xContentTypeOptions: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Content-Type-Options",
+                            as: Components.Headers.XContentTypeOptions.self
+                        )
+                    )
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.SharedEvents.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "text/event-stream"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "text/event-stream":
+                        body = try converter.getResponseBodyAsBinary(
+                            OpenAPIRuntime.HTTPBody.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .textEventStream(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(
+                        headers: headers,
+                        body: body
+                    ))
+                case 400:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.BadRequest.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .badRequest(.init(body: body))
+                case 401:
+                    let headers: Components.Responses.InvalidToken.Headers = .init(wwwAuthenticate: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "WWW-Authenticate",
+                        as: Components.Headers.InvalidTokenChallenge.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.InvalidToken.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .unauthorized(.init(
+                        headers: headers,
+                        body: body
+                    ))
+                case 404:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.NotFound.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .notFound(.init(body: body))
+                case 421:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.MisdirectedRequest.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .misdirectedRequest(.init(body: body))
+                default:
+                    return .undocumented(
+                        statusCode: response.status.code,
+                        .init(
+                            headerFields: response.headerFields,
+                            body: responseBody
+                        )
+                    )
+                }
+            }
+        )
+    }
     /// Post scroll-offset samples
     ///
     /// One sample, or `{"samples": [...]}` applied in order. A sample whose `seq` is not

@@ -1740,6 +1740,314 @@ package enum Operations {
             }
         }
     }
+    /// One event stream for several sessions of one client
+    ///
+    /// The events of up to 32 sessions on one connection, as the tabs of one browser
+    /// share it (a browser keeps at most six HTTP/1.1 connections to a host, and a stream
+    /// holds one). Each `session` parameter is a session's id, optionally followed by `:`
+    /// and the last event id seen of it: that session resumes from there as its own stream
+    /// would with `Last-Event-ID`.
+    ///
+    /// The body is `text/event-stream`, read with `fetch` rather than `EventSource`: an
+    /// `event: session` whose `data` is a session's id comes before the events of another
+    /// session than the last one named, and every event that follows is that session's, with
+    /// that session's own `id:`. A session that ends is named and then told `event: ended`
+    /// (`{"session": ID}`); the stream goes on for the others and ends with the last. Not
+    /// compressed.
+    ///
+    /// Each session is checked as its own stream would be; one that does not exist and one
+    /// this request may not follow are refused alike (`404 session_not_found`, naming it).
+    /// A shared stream counts once against the limits on open streams, and is told to come
+    /// back later like any stream past them.
+    ///
+    ///
+    /// - Remark: HTTP `GET /api/events`.
+    /// - Remark: Generated from `#/paths//api/events/get(sharedEvents)`.
+    package enum SharedEvents {
+        package static let id: Swift.String = "sharedEvents"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/events/GET/query`.
+            package struct Query: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/events/GET/query/session`.
+                package var session: [Swift.String]
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - session:
+                package init(session: [Swift.String]) {
+                    self.session = session
+                }
+            }
+            package var query: Operations.SharedEvents.Input.Query
+            /// - Remark: Generated from `#/paths/api/events/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SharedEvents.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SharedEvents.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.SharedEvents.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            package init(
+                query: Operations.SharedEvents.Input.Query,
+                headers: Operations.SharedEvents.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/events/GET/responses/200/headers`.
+                package struct Headers: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/api/events/GET/responses/200/headers/Cache-Control`.
+                    @frozen package enum CacheControlPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                        case noStore = "no-store"
+                    }
+                    /// - Remark: Generated from `#/paths/api/events/GET/responses/200/headers/Cache-Control`.
+                    package var cacheControl: Operations.SharedEvents.Output.Ok.Headers.CacheControlPayload?
+                    /// - Remark: Generated from `#/paths/api/events/GET/responses/200/headers/X-Accel-Buffering`.
+                    @frozen package enum XAccelBufferingPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                        case no = "no"
+                    }
+                    /// - Remark: Generated from `#/paths/api/events/GET/responses/200/headers/X-Accel-Buffering`.
+                    package var xAccelBuffering: Operations.SharedEvents.Output.Ok.Headers.XAccelBufferingPayload?
+                    /// The request's `Origin`, when it is a `--cors-origin` (with `Vary: Origin`).
+                    ///
+                    /// - Remark: Generated from `#/paths/api/events/GET/responses/200/headers/Access-Control-Allow-Origin`.
+                    package var accessControlAllowOrigin: Components.Headers.AccessControlAllowOrigin?
+                    /// - Remark: Generated from `#/components/headers/AccessControlAllowCredentials`.
+                    @frozen package enum AccessControlAllowCredentials: String, Codable, Hashable, Sendable, CaseIterable {
+                        case _true = "true"
+                    }
+                    /// With `Access-Control-Allow-Origin`: the page may send its cookies (`ptr_token`).
+                    ///
+                    /// - Remark: Generated from `#/paths/api/events/GET/responses/200/headers/Access-Control-Allow-Credentials`.
+                    package var accessControlAllowCredentials: Components.Headers.AccessControlAllowCredentials?
+                    /// - Remark: Generated from `#/components/headers/XContentTypeOptions`.
+                    @frozen package enum XContentTypeOptions: String, Codable, Hashable, Sendable, CaseIterable {
+                        case nosniff = "nosniff"
+                    }
+                    /// On every answer.
+                    ///
+                    /// - Remark: Generated from `#/paths/api/events/GET/responses/200/headers/X-Content-Type-Options`.
+                    package var xContentTypeOptions: Components.Headers.XContentTypeOptions?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - cacheControl:
+                    ///   - xAccelBuffering:
+                    ///   - accessControlAllowOrigin: The request's `Origin`, when it is a `--cors-origin` (with `Vary: Origin`).
+                    ///   - accessControlAllowCredentials: With `Access-Control-Allow-Origin`: the page may send its cookies (`ptr_token`).
+                    ///   - xContentTypeOptions: On every answer.
+                    package init(
+                        cacheControl: Operations.SharedEvents.Output.Ok.Headers.CacheControlPayload? = nil,
+                        xAccelBuffering: Operations.SharedEvents.Output.Ok.Headers.XAccelBufferingPayload? = nil,
+                        accessControlAllowOrigin: Components.Headers.AccessControlAllowOrigin? = nil,
+                        accessControlAllowCredentials: Components.Headers.AccessControlAllowCredentials? = nil,
+                        xContentTypeOptions: Components.Headers.XContentTypeOptions? = nil
+                    ) {
+                        self.cacheControl = cacheControl
+                        self.xAccelBuffering = xAccelBuffering
+                        self.accessControlAllowOrigin = accessControlAllowOrigin
+                        self.accessControlAllowCredentials = accessControlAllowCredentials
+                        self.xContentTypeOptions = xContentTypeOptions
+                    }
+                }
+                /// Received HTTP response headers
+                package var headers: Operations.SharedEvents.Output.Ok.Headers
+                /// - Remark: Generated from `#/paths/api/events/GET/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/api/events/GET/responses/200/content/text\/event-stream`.
+                    case textEventStream(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.textEventStream`.
+                    ///
+                    /// - Throws: An error if `self` is not `.textEventStream`.
+                    /// - SeeAlso: `.textEventStream`.
+                    package var textEventStream: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .textEventStream(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.SharedEvents.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                package init(
+                    headers: Operations.SharedEvents.Output.Ok.Headers = .init(),
+                    body: Operations.SharedEvents.Output.Ok.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The stream.
+            ///
+            /// - Remark: Generated from `#/paths//api/events/get(sharedEvents)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.SharedEvents.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.SharedEvents.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Malformed JSON (a member name given twice included), a wrong type, a missing or unknown field, a bad path.
+            ///
+            /// - Remark: Generated from `#/paths//api/events/get(sharedEvents)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            package var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `invalid_token`, with `--auth-key`: the feed is not public and no token came, or the token proves nothing (malformed, over 8 KiB, of an unknown `kid`, of the wrong `alg`, badly signed, expired, not valid yet, of another issuer or audience, with rights that do not parse). The same for a feed that exists and one that does not.
+            ///
+            /// - Remark: Generated from `#/paths//api/events/get(sharedEvents)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.InvalidToken)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Components.Responses.InvalidToken {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such session, item or file (a feed that has no items is not missing, it is empty).
+            ///
+            /// - Remark: Generated from `#/paths//api/events/get(sharedEvents)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unknown_host`: the `Host` is not a name this server is configured for (`localhost`, its listening address, `--public-host`), as under a rebound DNS name.
+            ///
+            /// - Remark: Generated from `#/paths//api/events/get(sharedEvents)/responses/421`.
+            ///
+            /// HTTP response code: `421 misdirectedRequest`.
+            case misdirectedRequest(Components.Responses.MisdirectedRequest)
+            /// The associated value of the enum case if `self` is `.misdirectedRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.misdirectedRequest`.
+            /// - SeeAlso: `.misdirectedRequest`.
+            package var misdirectedRequest: Components.Responses.MisdirectedRequest {
+                get throws {
+                    switch self {
+                    case let .misdirectedRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "misdirectedRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case textEventStream
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/event-stream":
+                    self = .textEventStream
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .textEventStream:
+                    return "text/event-stream"
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .textEventStream,
+                    .json
+                ]
+            }
+        }
+    }
     /// Post scroll-offset samples
     ///
     /// One sample, or `{"samples": [...]}` applied in order. A sample whose `seq` is not

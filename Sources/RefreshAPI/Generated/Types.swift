@@ -95,6 +95,30 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /api/sessions/{id}/events`.
     /// - Remark: Generated from `#/paths//api/sessions/{id}/events/get(sessionEvents)`.
     func sessionEvents(_ input: Operations.SessionEvents.Input) async throws -> Operations.SessionEvents.Output
+    /// One event stream for several sessions of one client
+    ///
+    /// The events of up to 32 sessions on one connection, as the tabs of one browser
+    /// share it (a browser keeps at most six HTTP/1.1 connections to a host, and a stream
+    /// holds one). Each `session` parameter is a session's id, optionally followed by `:`
+    /// and the last event id seen of it: that session resumes from there as its own stream
+    /// would with `Last-Event-ID`.
+    ///
+    /// The body is `text/event-stream`, read with `fetch` rather than `EventSource`: an
+    /// `event: session` whose `data` is a session's id comes before the events of another
+    /// session than the last one named, and every event that follows is that session's, with
+    /// that session's own `id:`. A session that ends is named and then told `event: ended`
+    /// (`{"session": ID}`); the stream goes on for the others and ends with the last. Not
+    /// compressed.
+    ///
+    /// Each session is checked as its own stream would be; one that does not exist and one
+    /// this request may not follow are refused alike (`404 session_not_found`, naming it).
+    /// A shared stream counts once against the limits on open streams, and is told to come
+    /// back later like any stream past them.
+    ///
+    ///
+    /// - Remark: HTTP `GET /api/events`.
+    /// - Remark: Generated from `#/paths//api/events/get(sharedEvents)`.
+    func sharedEvents(_ input: Operations.SharedEvents.Input) async throws -> Operations.SharedEvents.Output
     /// Post scroll-offset samples
     ///
     /// One sample, or `{"samples": [...]}` applied in order. A sample whose `seq` is not
@@ -378,6 +402,38 @@ extension APIProtocol {
     ) async throws -> Operations.SessionEvents.Output {
         try await sessionEvents(Operations.SessionEvents.Input(
             path: path,
+            headers: headers
+        ))
+    }
+    /// One event stream for several sessions of one client
+    ///
+    /// The events of up to 32 sessions on one connection, as the tabs of one browser
+    /// share it (a browser keeps at most six HTTP/1.1 connections to a host, and a stream
+    /// holds one). Each `session` parameter is a session's id, optionally followed by `:`
+    /// and the last event id seen of it: that session resumes from there as its own stream
+    /// would with `Last-Event-ID`.
+    ///
+    /// The body is `text/event-stream`, read with `fetch` rather than `EventSource`: an
+    /// `event: session` whose `data` is a session's id comes before the events of another
+    /// session than the last one named, and every event that follows is that session's, with
+    /// that session's own `id:`. A session that ends is named and then told `event: ended`
+    /// (`{"session": ID}`); the stream goes on for the others and ends with the last. Not
+    /// compressed.
+    ///
+    /// Each session is checked as its own stream would be; one that does not exist and one
+    /// this request may not follow are refused alike (`404 session_not_found`, naming it).
+    /// A shared stream counts once against the limits on open streams, and is told to come
+    /// back later like any stream past them.
+    ///
+    ///
+    /// - Remark: HTTP `GET /api/events`.
+    /// - Remark: Generated from `#/paths//api/events/get(sharedEvents)`.
+    package func sharedEvents(
+        query: Operations.SharedEvents.Input.Query,
+        headers: Operations.SharedEvents.Input.Headers = .init()
+    ) async throws -> Operations.SharedEvents.Output {
+        try await sharedEvents(Operations.SharedEvents.Input(
+            query: query,
             headers: headers
         ))
     }

@@ -72,6 +72,12 @@ public struct APIError: Error, Sendable, Equatable {
         Self(.notFound, "session_not_found", "No session \(id): it ended or expired. Create a new one.")
     }
 
+    /// A session a shared stream may not carry: it does not exist, or the request may not
+    /// read it; the same answer for both, so that it tells nothing of another client's.
+    static func sharedSessionNotFound(_ id: String) -> Self {
+        Self(.notFound, "session_not_found", "No session \(id) that this request may follow: it ended, expired or is not yours.")
+    }
+
     static func bodyTooLarge(limit: Int) -> Self {
         Self(.contentTooLarge, "body_too_large", "The body exceeds the limit of \(limit) bytes.")
     }

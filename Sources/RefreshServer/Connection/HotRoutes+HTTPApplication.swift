@@ -28,8 +28,10 @@ extension HotRoutes: HTTPApplication {
         metrics.requestAnswered(route: RouteTable.pattern(head.uri, status: 204), status: 204)
     }
 
+    /// A session's stream names it in its path; the shared stream (no parameter) in its query.
     func openStream(_ request: ConnectionRequest, parameter session: String, writer: StreamWriter, channel: any Channel) -> StreamOpening {
-        openStream(request.head, session: session, cors: request.cors, writer: writer, channel: channel)
+        if session.isEmpty { return openSharedStream(request.head, cors: request.cors, writer: writer, channel: channel) }
+        return openStream(request.head, session: session, cors: request.cors, writer: writer, channel: channel)
     }
 
     func respond(to request: ConnectionRequest, body: ByteBuffer, channel: any Channel, writer: RoutedResponseWriter) async {

@@ -133,6 +133,93 @@ final class HotRoutes: Sendable {
         }
     }
 
+    /// Opens a stream shared by several sessions of one client (`GET /api/events`), each
+    /// `session` parameter a session's id, with `:` and the last event id seen of it to
+    /// resume. Each session is checked as its own stream would be; one that does not exist
+    /// and one the request may not read are refused alike (`404`), naming it, so the answer
+    /// says nothing of a session another client owns. The stream counts once against the
+    /// limits on open streams.
+    func openSharedStream(_ head: HTTPRequestHead, cors: String?, writer: StreamWriter, channel: any Channel) -> StreamOpening {
+        do {
+            guard head.version.major == 1, head.version.minor >= 1 else { throw APIError.streamNeedsHTTP11 }
+            let wanted = try Self.sharedSessions(head.uri)
+            var opened: [(Session, UInt64?, Date?)] = []
+            for (id, lastEventID) in wanted {
+                let (session, expires) = try sharedMember(id, head)
+                opened.append((session, lastEventID, expires))
+            }
+            if head.method == .HEAD {
+                metrics.requestAnswered(route: RouteTable.Pattern.sharedEvents.description, status: 200)
+                return .headOnly(JSONPayload(status: .ok, headers: EventStream.responseFields(gzip: false), body: ByteBuffer()))
+            }
+            guard let ticket = streams.admit(client(of: head, channel: channel)) else {
+                logger.notice("told a stream of \(wanted.count) sessions to come back later: too many streams")
+                metrics.streamShed()
+                return .overloaded(EventStream.overloadAnswer(configuration))
+            }
+            let stream = SharedConnectionStream(writer: writer, metrics: metrics)
+            var body = ByteBuffer()
+            let soonest = opened.compactMap(\.2).min()
+            for (index, (session, lastEventID, _)) in opened.enumerated() {
+                guard
+                    let (events, _, opening) = try EventStream.open(
+                        session: session, listener: SharedStreamListener(stream, member: index), ticket: ticket, lastEventID: lastEventID,
+                        gzip: false, closesAfter: index == 0 ? soonest.map { AccessToken.streamLife(until: $0) } : nil,
+                        configuration: configuration)
+                else { throw APIError.sessionNotFound(session.id) }
+                stream.join(session.id, events)
+                body.writeImmutableBuffer(SharedConnectionStream.naming(session.id))
+                body.writeImmutableBuffer(opening)
+            }
+            metrics.streamOpened()
+            var bytes = channel.allocator.buffer(capacity: 256 + body.readableBytes)
+            ResponseHead.write(
+                status: .ok, fields: EventStream.responseFields(gzip: false), connection: .none, cors: cors,
+                variesByOrigin: policy.variesByOrigin, into: &bytes)
+            bytes.writeImmutableBuffer(body)
+            return .opened(stream, bytes)
+        } catch {
+            return .refused(refusal(error, head))
+        }
+    }
+
+    /// A session of a shared stream, checked as its own stream would be, and when the
+    /// request's token expires.
+    private func sharedMember(_ id: String, _ head: HTTPRequestHead) throws(APIError) -> (Session, Date?) {
+        let session: Session
+        let expires: Date?
+        do {
+            session = try sessions.session(id)
+            expires = try access.stream(of: session.owner, on: session.feed, .init(head.headers))
+        } catch {
+            guard error.status == .notFound || error.status == .forbidden else { throw error }
+            throw APIError.sharedSessionNotFound(id)
+        }
+        return (session, expires)
+    }
+
+    /// The sessions of a shared stream's target, in order, each with the id to resume after.
+    static func sharedSessions(_ uri: String) throws(APIError) -> [(id: String, lastEventID: UInt64?)] {
+        let given = URI(uri).queryParameters.getAll("session").map { String($0) }
+        guard !given.isEmpty else { throw APIError.missing("session", expected: "a session's id, once for each session the stream carries") }
+        guard given.count <= SharedConnectionStream.maxSessions else {
+            throw APIError.invalid(
+                "session", "is given \(given.count) times: a stream carries at most \(SharedConnectionStream.maxSessions) sessions")
+        }
+        var seen: Set<String> = []
+        return try given.map { (value) throws(APIError) in
+            let parts = value.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            let id = String(parts[0])
+            guard !id.isEmpty else { throw APIError.invalid("session", "must be a session's id, then : and the last event id seen of it") }
+            guard seen.insert(id).inserted else { throw APIError.invalid("session", "names \(id) twice") }
+            guard parts.count == 2 else { return (id, nil) }
+            guard let last = UInt64(parts[1]) else {
+                throw APIError.invalid("session", "\(value.prefix(80)) must be a session's id, then : and an event id received of it")
+            }
+            return (id, last)
+        }
+    }
+
     /// The session and resume point of an event stream request.
     func eventStreamRequest(_ head: HTTPRequestHead, session id: String) throws(APIError) -> (Session, lastEventID: UInt64?) {
         let session = try sessions.session(id)

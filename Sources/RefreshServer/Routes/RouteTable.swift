@@ -33,6 +33,7 @@ enum RouteTable {
         routes: [
             .init(.POST, Pattern.samples, .samples),
             .init(.GET, Pattern.events, .events),
+            .init(.GET, Pattern.sharedEvents, .events),
             .init(.POST, "/api/sessions", .routed { $0.sessions.create }),
             .init(.GET, "/api/sessions/{id}", .routed { $0.sessions.show }),
             .init(.DELETE, "/api/sessions/{id}", .routed { $0.sessions.end }),
@@ -64,6 +65,8 @@ enum RouteTable {
     enum Pattern {
         static let samples: RoutePattern = "/api/sessions/{id}/samples"
         static let events: RoutePattern = "/api/sessions/{id}/events"
+        /// The stream several sessions share; its sessions are in the query.
+        static let sharedEvents: RoutePattern = "/api/events"
         /// A file of `Public/` that exists.
         static let staticFile = "static"
         /// Any path the server has nothing at.

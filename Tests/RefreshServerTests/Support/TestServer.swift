@@ -120,6 +120,14 @@ struct TestServer {
         try await get("/api/sessions/\(session)").json
     }
 
+    /// The event stream at `path` (with its query), as it opens.
+    func stream(_ path: String, headers: [(String, String)] = []) async throws -> EventReader {
+        var request = HTTPClientRequest(url: "\(base)\(path)")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        let response = try await TestServer.client.execute(request, timeout: .seconds(30))
+        return EventReader(response: response)
+    }
+
     func events(_ session: String, lastEventID: UInt64? = nil, headers: [(String, String)] = []) async throws -> EventReader {
         var request = HTTPClientRequest(url: "\(base)/api/sessions/\(session)/events")
         if let lastEventID { request.headers.add(name: "Last-Event-ID", value: String(lastEventID)) }
