@@ -7,6 +7,8 @@
 // So every request here waits as asked and tries again where trying again makes sense,
 // and nothing short of a request the server can never accept leaves the page dead.
 
+import { openEventStream } from "./shared-source.js";
+
 /** The longest wait before asking again, whatever the server or the backoff says. */
 const MAX_WAIT_MS = 30_000;
 /** The first wait after a failure that came without `Retry-After`; it doubles from there. */
@@ -560,8 +562,7 @@ export class RefreshSession extends EventTarget {
   #listen() {
     this.#source?.close();
     clearTimeout(this.#confirmTimer);
-    const query = this.#lastEventId != null ? `?lastEventId=${this.#lastEventId}` : "";
-    const source = new EventSource(`${this.api}/sessions/${this.id}/events${query}`, { withCredentials: this.#crossOrigin });
+    const source = openEventStream(this.api, this.id, this.#lastEventId, this.#crossOrigin);
     this.#source = source;
     const confirm = () => {
       clearTimeout(this.#confirmTimer);
