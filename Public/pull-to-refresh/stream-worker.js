@@ -21,8 +21,8 @@ let retryMs = 1000;
 
 /** session id → {port, api, lastEventId, since} */
 const members = new Map();
-/** The open stream: {controller, sessions}. */
-let connection = null;
+/** The open streams, each {controller, sessions}: one per 32 sessions. */
+let connections = [];
 let reopenTimer = null;
 
 self.onconnect = (event) => {
@@ -51,11 +51,24 @@ function post(session, message) {
   members.get(session)?.port.postMessage({ ...message, session });
 }
 
-async function reopen() {
-  connection?.controller.abort();
-  connection = null;
-  if (members.size === 0) return;
-  const joined = [...members.keys()].slice(0, MAX_SESSIONS);
+/** Every stream opened again for the sessions there are now, 32 to a stream. */
+function reopen() {
+  for (const connection of connections) connection.controller.abort();
+  connections = [];
+  const ids = [...members.keys()];
+  for (let start = 0; start < ids.length; start += MAX_SESSIONS) {
+    const current = { controller: new AbortController(), sessions: ids.slice(start, start + MAX_SESSIONS) };
+    connections.push(current);
+    follow(current);
+  }
+}
+
+function isOpen(current) {
+  return connections.includes(current);
+}
+
+async function follow(current) {
+  const joined = current.sessions;
   const api = members.get(joined[0]).api;
   const query = joined
     .map((id) => {
@@ -63,8 +76,6 @@ async function reopen() {
       return "session=" + encodeURIComponent(last != null ? `${id}:${last}` : id);
     })
     .join("&");
-  const current = { controller: new AbortController(), sessions: joined };
-  connection = current;
   let response;
   try {
     response = await fetch(`${api}/events?${query}`, {
@@ -75,11 +86,11 @@ async function reopen() {
   } catch {
     return lost(current);
   }
-  if (connection !== current) return;
+  if (!isOpen(current)) return;
   if (!response.ok) {
     // Refused (a session gone, a token no longer good): each tab checks its own session,
     // which it replaces or follows again, and joins anew.
-    connection = null;
+    connections = connections.filter((connection) => connection !== current);
     for (const id of joined) {
       post(id, { type: "error", closed: true });
       members.delete(id);
@@ -99,8 +110,7 @@ async function reopen() {
 
 /** The stream is gone without a refusal: its tabs hear it, and it is opened again. */
 function lost(current) {
-  if (connection !== current) return;
-  connection = null;
+  if (!isOpen(current)) return;
   for (const id of current.sessions) post(id, { type: "error", closed: false });
   reopenSoon(retryMs);
 }
@@ -114,7 +124,7 @@ async function read(body, current) {
   let event = { name: "message", data: [], id: null };
   for (;;) {
     const { value, done } = await reader.read();
-    if (done || connection !== current) return;
+    if (done || !isOpen(current)) return;
     buffer += decoder.decode(value, { stream: true });
     let newline;
     while ((newline = buffer.search(/\r\n|\r|\n/)) >= 0) {
