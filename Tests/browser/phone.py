@@ -107,7 +107,10 @@ class Finger:
     def __init__(self, driver):
         address = driver.capabilities["goog:chromeOptions"]["debuggerAddress"]
         with urllib.request.urlopen(f"http://{address}/json", timeout=10) as reply:
-            page = next(t for t in json.load(reply) if t["type"] == "page")
+            targets = json.load(reply)
+        # The driver's tab (chromedriver names a tab by its DevTools target id), among others.
+        page = next((t for t in targets if t["id"] == driver.current_window_handle), None) or next(
+            t for t in targets if t["type"] == "page")
         self.socket = websocket.create_connection(page["webSocketDebuggerUrl"], suppress_origin=True, timeout=10)
         self.sent = 0
         self.answered = 0

@@ -62,6 +62,35 @@ def test_release_to_refresh_shows_within_a_round_trip_of_the_crossing(phone):
     assert_no_console_errors(phone)
 
 
+def test_with_two_other_tabs_open_a_pull_is_answered_as_fast(phone_base):
+    """The tabs share one stream; the tab being pulled posts its own samples, so two other
+    tabs of the page, each with its session, change nothing in how fast it answers."""
+    driver = open_phone(phone_base)
+    try:
+        pulled = driver.current_window_handle
+        for _ in range(2):
+            driver.switch_to.new_window("tab")
+            driver.get(phone_base + "/")
+            wait(driver, lambda d: d.execute_script("return document.querySelectorAll('.feed .item').length") >= 10, 30)
+        driver.switch_to.window(pulled)
+        settle(driver)
+        lags = []
+        for _ in range(2):
+            crossing, label, past, before, armed = pull_past_and_back(driver)
+            assert armed is not None and past is not None
+            assert armed["seq"] == past["samples"][-1]["seq"], (armed, past)
+            assert past["sent"] < before["answered"], "the sample past the threshold waited a round trip"
+            assert label - past["sent"] >= 0.9 * RTT
+            lags.append(label - crossing)
+        print(f"\n'Release to refresh' after the crossing, two other tabs open ({RTT} ms round trip): "
+              + ", ".join(f"{lag:.0f} ms" for lag in lags))
+        assert max(lags) <= 5 * RTT, f"worst {max(lags):.0f} ms"
+        assert refreshes(driver) == 0
+        assert_no_console_errors(driver)
+    finally:
+        driver.quit()
+
+
 def test_samples_are_pipelined_a_few_at_a_time(phone):
     began = phone.execute_script("return performance.now()")
     slow_pull(phone)
