@@ -6,7 +6,8 @@ the stream on with nothing lost or repeated."""
 
 import time
 
-from harness import assert_no_console_errors, first_titles, make_driver, open_page, publish, refreshes, request, wait
+from harness import (assert_no_console_errors, first_titles, make_driver, open_page, publish, refreshes, request,
+                     running_server, wait)
 from test_page import touch_drag
 
 TABS = 10
@@ -106,3 +107,39 @@ def test_without_shared_workers_each_tab_has_its_own_stream(server):
         pull(driver, server, "Pulled on a stream of its own")
     finally:
         driver.quit()
+
+
+def server_connections(port):
+    """The connections the server on `port` holds open, from the kernel's tables."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(table).read().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # ESTABLISHED, on the server's side
+                count += 1
+    return count
+
+
+def test_at_rest_ten_tabs_hold_at_most_two_connections():
+    """Once the connections the pages loaded through have idled out (here after two seconds
+    rather than the default minute), ten tabs hold the shared stream's connection alone."""
+    with running_server("--idle-timeout", "2") as base:
+        port = int(base.rsplit(":", 1)[1])
+        driver = make_driver(390, 844)
+        driver.set_page_load_timeout(30)
+        try:
+            for index in range(TABS):
+                if index:
+                    driver.switch_to.new_window("tab")
+                open_page(driver, base)
+            wait(driver, lambda d: server_connections(port) <= 2, 30)
+            time.sleep(3)  # past another idle timeout: it stays so
+            held = server_connections(port)
+            print(f"\n   connections {TABS} tabs hold at rest: {held}")
+            assert held <= 2
+        finally:
+            driver.quit()
