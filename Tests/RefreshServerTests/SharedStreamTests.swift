@@ -167,6 +167,30 @@ import Testing
         }
     }
 
+    /// A shared stream opened with a token ends cleanly by the token's expiry, even after the
+    /// session it was opened with first has left it.
+    @Test func aSharedStreamEndsByItsTokensExpiryWhicheverSessionLeft() async throws {
+        let keys = try await TestKeys.make()
+        defer { keys.remove() }
+        try await TestServer.run(TestServer.configuration { $0.authKeys = keys.files }) { server in
+            // Ten seconds: time enough to make the sessions and open the stream on a busy machine.
+            let token = try await keys.token("hs", sub: "alice", read: ["user:1"], expires: Date().addingTimeInterval(10))
+            var ids: [String] = []
+            for _ in 0..<2 {
+                let reply = try await server.post("/api/sessions", #"{"feed":"user:1"}"#, headers: [("Authorization", "Bearer \(token)")])
+                ids.append(try #require(reply.json["id"] as? String, "\(reply.text)"))
+            }
+            let shared = Shared(
+                try await server.stream("/api/events?session=\(ids[0])&session=\(ids[1])", headers: [("Authorization", "Bearer \(token)")]))
+            #expect(shared.reader.status == 200)
+            try await shared.read { Set($0.map(\.session)) == Set(ids) }
+            let started = ContinuousClock.now
+            #expect(try await server.request(.DELETE, "/api/sessions/\(ids[0])", headers: [("Authorization", "Bearer \(token)")]).status == 204)
+            #expect(try await shared.reader.ends(within: 30))
+            #expect(ContinuousClock.now - started < .seconds(15), "closed by the token's expiry in 10 s")
+        }
+    }
+
     /// A shared stream counts once against the limits on open streams.
     @Test func aSharedStreamCountsOnceAgainstTheStreamLimits() async throws {
         try await TestServer.run(TestServer.configuration { $0.maxStreamsPerClient = 1 }) { server in

@@ -164,7 +164,8 @@ final class HotRoutes: Sendable {
                 guard
                     let (events, _, opening) = try EventStream.open(
                         session: session, listener: SharedStreamListener(stream, member: index), ticket: ticket, lastEventID: lastEventID,
-                        gzip: false, closesAfter: index == 0 ? soonest.map { AccessToken.streamLife(until: $0) } : nil,
+                        // Every member ends the stream by the soonest expiry: one that leaves early takes its timer along.
+                        gzip: false, closesAfter: soonest.map { AccessToken.streamLife(until: $0) },
                         configuration: configuration)
                 else { throw APIError.sessionNotFound(session.id) }
                 stream.join(session.id, events)
