@@ -10,7 +10,7 @@ import OpenAPIRuntime
 struct TokenMiddleware: ClientMiddleware {
     /// The operations whose `security` in Public/openapi.yaml names `token`.
     static let secured: Set<String> = [
-        "createSession", "sessionEvents", "listItems", "listFeedItems", "getFeed", "publishItems", "publishFeedItems",
+        "createSession", "sessionEvents", "sharedEvents", "listItems", "listFeedItems", "getFeed", "publishItems", "publishFeedItems",
         "getItem", "getFeedItem", "replaceItem", "replaceFeedItem", "patchItem", "patchFeedItem", "removeItem", "removeFeedItem",
     ]
 
