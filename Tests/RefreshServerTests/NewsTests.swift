@@ -269,6 +269,90 @@ import Testing
     }
 }
 
+/// The hub's own decisions, without a server.
+@Suite struct FeedNewsTests {
+    /// A write that does not follow on from the log here (another instance's came between) is
+    /// answered without waiting for the read of what changed meanwhile: while PostgreSQL loses
+    /// connections that read can take as long as the write did. The read still brings the
+    /// log to the store's version.
+    @Test func aWriterIsAnsweredWithoutWaitingForTheReadOfChangesMadeElsewhere() async throws {
+        let feed = ChangesGatedFeed(items: items(3), version: 6)
+        let news = FeedNews(feed: feed, metrics: ServerMetrics())
+        await news.changed(from: nil, to: 3, changes: nil)
+        #expect(news.changeLog?.version == 3)
+        let edited = {
+            var item = items(1, prefix: "edited")[0]
+            item.version = 6
+            return item
+        }()
+        let gateOpenedByTimer = await withTaskGroup(of: Bool?.self) { group in
+            group.addTask {
+                await news.written(FeedWrite(stored: [edited], changes: [.update(edited)], version: 6))
+                return nil
+            }
+            group.addTask {
+                // Only a writer that waits for the read needs this, and fails for it.
+                try? await Task.sleep(for: .seconds(30))
+                feed.open()
+                return true
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? false
+        }
+        #expect(!gateOpenedByTimer, "the writer waited for the read of what changed elsewhere")
+        try await feed.readStarted()
+        feed.open()
+        try await until { news.changeLog?.version == 6 }
+    }
+
+    private func until(_ condition: @Sendable () -> Bool) async throws {
+        for _ in 0..<3000 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(condition())
+    }
+}
+
+/// A memory feed whose reads of changes wait until the test opens it, then answer `version`
+/// with no changes in it.
+private final class ChangesGatedFeed: ForwardingFeed {
+    let memory: MemoryFeed
+    var forwarded: any FeedSource { memory }
+    let version: FeedVersion
+    private let started = AsyncStream<Void>.makeStream()
+    private let gate = Mutex<[CheckedContinuation<Void, Never>]?>([])
+
+    init(items: [FeedItem], version: FeedVersion) {
+        memory = MemoryFeed(items: items)
+        self.version = version
+    }
+
+    func readStarted() async throws {
+        var iterator = started.stream.makeAsyncIterator()
+        guard await iterator.next() != nil else { throw TestFailure("no read") }
+    }
+
+    func open() {
+        let waiting = gate.withLock { waiting in
+            defer { waiting = nil }
+            return waiting ?? []
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    func changes(since version: FeedVersion, within positions: ClosedRange<FeedPosition>, limit: Int) async throws -> FeedChanges? {
+        started.continuation.yield()
+        await withCheckedContinuation { continuation in
+            let waits = gate.withLock { waiting in
+                guard waiting != nil else { return false }
+                waiting?.append(continuation)
+                return true
+            }
+            if !waits { continuation.resume() }
+        }
+        return FeedChanges(changes: [], version: self.version)
+    }
+}
+
 /// A memory feed whose first read of new items waits until the test lets it go.
 private final class GatedFeed: ForwardingFeed {
     let memory: MemoryFeed

@@ -10,7 +10,11 @@ the text `COMMIT;`, then Bind, Describe, Execute and Sync ('S'). A simple Query 
 - "before": the connection is closed without forwarding it: the transaction rolls back;
 - "after": forwarded up to and including its Sync, then the server's side is half-closed
   (it reads the `COMMIT` and commits, then sees the end of its input) and the client's is
-  closed at once: the transaction is committed and the client never hears so.
+  closed at once: the transaction is committed and the client never hears so;
+- "silent": forwarded up to and including its Sync, and from then on nothing PostgreSQL
+  says reaches the client, whose connection stays open: the transaction is committed and
+  the client hears nothing at all, as when the peer's network goes quiet (TCP may take
+  minutes to say so).
 
 Start it with `CommitCutter(host, port)`, point the client at `cutter.port`, then
 `cutter.cut(["after", "pass", "before"])` repeats that pattern over the COMMITs that follow.
@@ -34,14 +38,14 @@ class CommitCutter:
         self.lock = threading.Lock()
         self.pattern = []
         self.next = 0
-        self.counts = {"pass": 0, "before": 0, "after": 0}
+        self.counts = {"pass": 0, "before": 0, "after": 0, "silent": 0}
         self.running = True
         threading.Thread(target=self._accept, daemon=True).start()
 
     def cut(self, pattern):
         with self.lock:
             self.pattern, self.next = list(pattern), 0
-            self.counts = {"pass": 0, "before": 0, "after": 0}
+            self.counts = {"pass": 0, "before": 0, "after": 0, "silent": 0}
 
     def _decide(self):
         with self.lock:
@@ -66,25 +70,28 @@ class CommitCutter:
             except OSError:
                 client.close()
                 continue
-            threading.Thread(target=self._backward, args=(server, client), daemon=True).start()
-            threading.Thread(target=self._forward, args=(client, server), daemon=True).start()
+            muted = threading.Event()
+            threading.Thread(target=self._backward, args=(server, client, muted), daemon=True).start()
+            threading.Thread(target=self._forward, args=(client, server, muted), daemon=True).start()
 
     @staticmethod
-    def _backward(server, client):
-        """What PostgreSQL answers goes back while the client is there."""
+    def _backward(server, client, muted):
+        """What PostgreSQL answers goes back while the client is there, until `muted`."""
         try:
             while data := server.recv(65536):
-                client.sendall(data)
+                if not muted.is_set():
+                    client.sendall(data)
         except OSError:
             pass
         finally:
             _close(client)
             _close(server)
 
-    def _forward(self, client, server):
+    def _forward(self, client, server, muted):
         pending = b""
         started = False
         cut_at_sync = False
+        mute_at_sync = False
         try:
             while data := client.recv(65536):
                 pending += data
@@ -106,11 +113,15 @@ class CommitCutter:
                     if len(pending) < 1 + length:
                         break
                     message, pending = pending[:1 + length], pending[1 + length:]
-                    if cut_at_sync:
+                    if cut_at_sync or mute_at_sync:
                         out += message
-                        if kind == b"S":
+                        if kind == b"S" and cut_at_sync:
                             self._cut_after(client, server, out)
                             return
+                        if kind == b"S":
+                            muted.set()
+                            server.sendall(out)
+                            out, mute_at_sync = b"", False
                         continue
                     if not _is_commit(kind, message):
                         out += message
@@ -122,6 +133,11 @@ class CommitCutter:
                         _close(server)
                         return
                     out += message
+                    if fate == "silent":
+                        if kind == b"Q":
+                            muted.set()
+                        else:
+                            mute_at_sync = True
                     if fate == "after":
                         if kind == b"Q":
                             self._cut_after(client, server, out)

@@ -1,7 +1,8 @@
 """The connection to PostgreSQL cut at the worst moment: a proxy between the server and
 PostgreSQL (pgproxy.py) drops the connection right after forwarding a transaction's
-`COMMIT` (it commits, and its answer is lost) or right before (it rolls back), in turn with
-COMMITs it lets through. Publishers publish with their own ids and without any; a publish
+`COMMIT` (it commits, and its answer is lost) or right before (it rolls back), or forwards
+it and then lets nothing more through while the connection stays open (it commits, and no
+answer ever comes), in turn with COMMITs it lets through. Publishers publish with their own ids and without any; a publish
 answered 503 is retried with the ids its answer names, as a client should.
 
 Invariants: every publish is answered 201 or 503; no publish answered 201 is missing and
@@ -21,7 +22,7 @@ from pgproxy import CommitCutter
 
 PUBLISHES = pick(24, 600)  # per publisher
 PUBLISHERS = pick(2, 4)
-PATTERN = ["after", "pass", "before", "pass"]
+PATTERN = ["after", "pass", "before", "pass"] * 3 + ["silent", "pass"]
 
 
 def psql(url, sql):
@@ -61,7 +62,10 @@ with postgres() as (given, _, _):
                 body["id"] = f"ambiguous-{number}-{n}"
             while True:
                 started = time.monotonic()
-                status, answer = request_json(server, "POST", "/api/items", body, timeout=30)
+                try:
+                    status, answer = request_json(server, "POST", "/api/items", body, timeout=30)
+                except OSError as error:
+                    status, answer = f"no answer ({type(error).__name__})", None
                 took = time.monotonic() - started
                 with lock:
                     statuses[status] = statuses.get(status, 0) + 1
@@ -103,6 +107,7 @@ with postgres() as (given, _, _):
     check("every publish is answered 201 or 503", set(statuses) <= {201, 503}, statuses)
     check("COMMITs were cut after being forwarded", counts["after"] >= pick(5, 50), counts)
     check("COMMITs were cut before being forwarded", counts["before"] >= pick(5, 50), counts)
+    check("COMMITs were forwarded and their answers never came", counts["silent"] >= pick(2, 20), counts)
     check("no publish answered 201 is missing", not acknowledged_missing, acknowledged_missing[:5])
     check("no publish answered 503 is stored", not refused_stored, refused_stored[:5])
     check("retrying with the answered ids stores each publish once", len(stored) == len(logical) == PUBLISHERS * PUBLISHES,
@@ -115,7 +120,8 @@ with postgres() as (given, _, _):
     psql(given, f"DROP DATABASE IF EXISTS {database}")
 
     figure("publishes", PUBLISHERS * PUBLISHES)
-    figure("COMMITs cut after forwarding / before / passed", f"{counts['after']} / {counts['before']} / {counts['pass']}")
+    figure("COMMITs cut after forwarding / before / silenced / passed",
+           f"{counts['after']} / {counts['before']} / {counts['silent']} / {counts['pass']}")
     figure("answered 201 and not stored", len(acknowledged_missing))
     figure("answered 503 and stored", len(refused_stored))
     figure("503 answers retried", retries[0])

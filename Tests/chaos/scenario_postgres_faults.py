@@ -24,6 +24,11 @@ PUBLISHERS = pick(2, 6)
 TERMINATIONS = pick(3, 10)
 RESTARTS = pick(1, 3)
 FEEDS = ("main", "team.eng", "user:42")
+# A publish is answered within about 20 s by design (5 s to reach the COMMIT, 5 s for its
+# answer, 10 s to ask PostgreSQL what became of a COMMIT whose answer was lost); one without
+# an answer after a minute is hung, not slow.
+ANSWER_WITHIN = 60
+RUN = f"{os.getpid()}-{int(time.time())}"  # ids of this run's own, in a database used before
 
 
 def items_path(feed):
@@ -111,6 +116,7 @@ class Publishers:
         self.servers = servers
         self.acknowledged = set()
         self.statuses = {}
+        self.slowest = 0.0
         self.lock = threading.Lock()
         self.running = True
         self.threads = [threading.Thread(target=self.publish, args=(n,), daemon=True) for n in range(count)]
@@ -122,12 +128,14 @@ class Publishers:
         while self.running:
             server = self.servers[(publisher + n) % len(self.servers)]
             feed = FEEDS[(publisher + n) % len(FEEDS)]
-            item_id = f"pgfault-{publisher}-{n}"
+            item_id = f"pgfault-{RUN}-{publisher}-{n}"
+            began = time.monotonic()
             try:
-                status, _, _ = request(server, "POST", items_path(feed), {"id": item_id, "title": f"item {n}"}, timeout=20)
+                status, _, _ = request(server, "POST", items_path(feed), {"id": item_id, "title": f"item {n}"}, timeout=ANSWER_WITHIN)
             except OSError as error:
                 status = f"no answer ({type(error).__name__})"
             with self.lock:
+                self.slowest = max(self.slowest, time.monotonic() - began)
                 self.statuses[status] = self.statuses.get(status, 0) + 1
                 if status == 201:
                     self.acknowledged.add((feed, item_id))
@@ -144,7 +152,7 @@ class Publishers:
     def stop(self):
         self.running = False
         for thread in self.threads:
-            thread.join(timeout=30)
+            thread.join(timeout=ANSWER_WITHIN + 5)
 
 
 def psql(url, sql):
@@ -213,6 +221,9 @@ with postgres() as (url, stop_postgres, start_postgres):
               f"{len(positions.get(feed, []))} positions, head {heads[feed]}")
     statuses = publishers.statuses
     check("every publish is answered 201 or 503", set(statuses) <= {201, 503}, statuses)
+    if not set(statuses) <= {201, 503}:
+        for server in servers:
+            print(f"  the log of instance on port {server.port}:", "".join(server.log_lines[-60:]), sep="\n", flush=True)
 
     # Every session hears the last head, each head once, in order, with the exact count.
     settled_began = time.monotonic()
@@ -239,6 +250,7 @@ with postgres() as (url, stop_postgres, start_postgres):
     figure("items acknowledged", len(publishers.acknowledged))
     figure("missing", len(missing))
     figure("publish statuses", json.dumps({str(k): v for k, v in statuses.items()}))
+    figure("slowest publish answer", publishers.slowest, "s")
     figure("backends terminated", terminated)
     figure("postgres restarts", len(down_seconds))
     figure("sessions listening", len(streams))

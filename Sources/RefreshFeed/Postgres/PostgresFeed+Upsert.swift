@@ -122,17 +122,23 @@ extension PostgresFeed {
     var lockTimeout: String { "\(operationDeadline.components.seconds)s" }
 
     /// Runs `body` in a transaction and commits it; answers what `body` answered. A commit
-    /// whose answer is lost is answered by what PostgreSQL says became of it.
+    /// whose answer is lost is answered by what PostgreSQL says became of it, and so is one
+    /// whose answer has not come within the operation deadline (a peer gone silent, which TCP
+    /// may take minutes to notice): its connection is closed under it, and the write is
+    /// answered within the deadline and ``commitCheckDeadline`` after it.
     private func committing(
         _ attempt: Attempt, _ body: @escaping @Sendable (PostgresConnection) async throws -> (UncertainCommit, FeedWrite)
     ) async throws -> FeedWrite {
         let sent = SentCommit()
+        let watchdog = CommitWatchdog()
+        defer { watchdog.cancel() }
         do {
-            return try await client.withTransaction(logger: logger) { connection in
+            return try await client.withTransaction(logger: logger) { [operationDeadline] connection in
                 try attempt.mayGoOn()
                 let outcome = try await body(connection)
                 try attempt.commit()
                 sent.value = outcome
+                watchdog.start(after: operationDeadline) { try? await connection.close() }
                 return outcome.1
             }
         } catch let error as PostgresTransactionError where error.commitError != nil {
@@ -154,6 +160,23 @@ extension PostgresFeed {
             // The body's own refusal (an id the feed does not hold, another version), rolled back.
             if let closure = error.closureError, closure is FeedItemNotFound || closure is FeedVersionMismatch { throw closure }
             throw error
+        }
+    }
+
+    /// Closes a connection whose `COMMIT` has not been answered in time, unless cancelled first.
+    private final class CommitWatchdog: Sendable {
+        private let timer = Mutex<Task<Void, Never>?>(nil)
+
+        func start(after delay: Duration, _ action: @escaping @Sendable () async -> Void) {
+            let task = Task {
+                guard (try? await Task.sleep(for: delay)) != nil else { return }
+                await action()
+            }
+            timer.withLock { $0 = task }
+        }
+
+        func cancel() {
+            timer.withLock { $0 }?.cancel()
         }
     }
 

@@ -130,17 +130,22 @@ final class FeedNews: Sendable {
     }
 
     /// What a write made here did: its head moved the feed forward, its edits and removals
-    /// go to the pages that show them. Returns once every open page was told.
+    /// go to the pages that show them. Returns once every open page was told, or, when the
+    /// write does not follow on from the log here (another instance's write came between), once
+    /// the read of what changed meanwhile is under way: the writer's answer does not wait for
+    /// the store a second time, which, while PostgreSQL loses connections, could take as long
+    /// as the write did.
     func written(_ write: FeedWrite) async {
         let from = write.version - FeedVersion(write.added + write.changes.count)
-        if write.version > 0 { await changed(from: from, to: write.version, changes: write.changes) }
+        if write.version > 0 { await changed(from: from, to: write.version, changes: write.changes, awaitingRead: false) }
         if let head = write.head { await advance(to: head) } else if write.added > 0 { await catchUp() }
     }
 
     /// Commits took the feed from `from` to `version` with these edits and removals (`nil`:
     /// not known, read them). Changes that follow on from the log are told at once; others
-    /// make the hub read what changed since the log's version, once.
-    func changed(from: FeedVersion?, to version: FeedVersion, changes: [FeedChange]?) async {
+    /// make the hub read what changed since the log's version, once; `awaitingRead` says
+    /// whether to return only when that read was told.
+    func changed(from: FeedVersion?, to version: FeedVersion, changes: [FeedChange]?, awaitingRead: Bool = true) async {
         enum Next {
             case nothing
             case tell(ChangeLog, [FeedChange], headGone: Bool, [LoopStreams])
@@ -164,7 +169,9 @@ final class FeedNews: Sendable {
         }
         switch next {
         case .nothing: return
-        case .read: await catchUpChanges()
+        case .read:
+            let reading = catchUpChanges()
+            if awaitingRead { await reading?.value }
         case .tell(let log, let changes, let headGone, let loops):
             if headGone { await readHead() }
             await tell(log, changes, loops: loops)
@@ -193,16 +200,16 @@ final class FeedNews: Sendable {
         }
     }
 
-    /// Reads what changed since the log's version and tells it; one read at a time, and the
-    /// next one if more came meanwhile.
-    private func catchUpChanges() async {
+    /// Starts reading what changed since the log's version, to tell it; one read at a time
+    /// (`nil` while one runs: what it misses, the next change or the periodic catch-up reads).
+    private func catchUpChanges() -> Task<Void, Never>? {
         let start = state.withLock { state -> FeedVersion? in
             guard !state.catchingUp, let log = state.log else { return nil }
             state.catchingUp = true
             return log.version
         }
-        guard let since = start else { return }
-        await Task { [feed] in
+        guard let since = start else { return nil }
+        return Task { [feed] in
             let read = try? await feed.changes(since: since, within: 1...FeedPosition.max, limit: Self.changesRead)
             let (log, headGone, loops) = self.state.withLock { state -> (ChangeLog?, Bool, [LoopStreams]) in
                 state.catchingUp = false
@@ -226,7 +233,7 @@ final class FeedNews: Sendable {
             if headGone { await self.readHead() }
             // Without the read's changes, every session is told (each reads its own window's).
             await self.tell(log, read?.changes, loops: loops)
-        }.value
+        }
     }
 
     /// Tells every loop's sessions the log moved on with `changes` (`nil`: not known, which
