@@ -3,12 +3,10 @@ import Testing
 @testable import RefreshEngine
 
 @Suite struct RequestTests {
-    @Test func aRequestedRefreshHoldsTheIndicatorWithoutAPull() {
+    @Test func aRequestedRefreshHoldsTheIndicatorWithoutAPull() throws {
         var driver = Driver(.standard)
-        guard case .started(let job, let effects) = driver.engine.refreshRequested() else {
-            Issue.record("not started")
-            return
-        }
+        let jobRequest = driver.engine.refreshRequested()
+        let (job, effects) = try #require(jobRequest.started)
         #expect(job == Job(id: ActionID(rawValue: 1), kind: .refresh, origin: .request))
         #expect(effects.start == job)
         #expect(effects.cancel == nil)
@@ -24,13 +22,11 @@ import Testing
         #expect(driver.engine.refreshRequested() == .joined(pulled))
     }
 
-    @Test func aRefreshSupersedesARunningLoadMore() {
+    @Test func aRefreshSupersedesARunningLoadMore() throws {
         var driver = Driver(.standard)
         let load = driver.move(to: 0, .scroll, content: 300, viewport: 800).start!
-        guard case .started(let refresh, let effects) = driver.engine.refreshRequested() else {
-            Issue.record("not started")
-            return
-        }
+        let refreshRequest = driver.engine.refreshRequested()
+        let (refresh, effects) = try #require(refreshRequest.started)
         #expect(effects.cancel == load)
         #expect(effects.start == refresh)
         #expect(driver.engine.actionFinished(load.id, outcome: .cancelled) == .none, "already forgotten")
@@ -50,24 +46,24 @@ import Testing
         #expect(released.state?.phase == .refreshing)
     }
 
-    @Test func loadMoreIsRefusedDuringARefreshAndJoinedDuringALoad() {
+    @Test func loadMoreIsRefusedDuringARefreshAndJoinedDuringALoad() throws {
         var driver = Driver(.standard)
-        guard case .started(let refresh, _) = driver.engine.refreshRequested() else { return }
+        let refreshRequest = driver.engine.refreshRequested()
+        let refresh = try #require(refreshRequest.started).job
         #expect(driver.engine.loadMoreRequested() == .refused(runningJob: refresh))
         _ = driver.engine.actionFinished(refresh.id, outcome: .completed, hasMore: true)
-        guard case .started(let load, let effects) = driver.engine.loadMoreRequested() else {
-            Issue.record("not started")
-            return
-        }
+        let loadRequest = driver.engine.loadMoreRequested()
+        let (load, effects) = try #require(loadRequest.started)
         #expect(load.origin == .request)
         #expect(effects.state?.phase == .loading)
         #expect(driver.engine.loadMoreRequested() == .joined(load))
     }
 
-    @Test func aBottomPullDuringARefreshCannotLoad() {
+    @Test func aBottomPullDuringARefreshCannotLoad() throws {
         var driver = Driver(config: try! Preset.standard.config.applying(.init(prefetch: false)))
         driver.move(to: 0, .scroll, content: 2000, viewport: 800)
-        guard case .started(let refresh, _) = driver.engine.refreshRequested() else { return }
+        let refreshRequest = driver.engine.refreshRequested()
+        let refresh = try #require(refreshRequest.started).job
         let pulled = driver.move(to: 1400, .release)
         #expect(pulled.start == nil)
         #expect(pulled.state?.phase == .refreshing)
@@ -77,10 +73,11 @@ import Testing
         #expect(driver.move(to: 1330, .release).start?.kind == .loadMore)
     }
 
-    @Test func aBottomArmedDuringARefreshLoadsOnReleaseAfterIt() {
+    @Test func aBottomArmedDuringARefreshLoadsOnReleaseAfterIt() throws {
         var driver = Driver(config: try! Preset.standard.config.applying(.init(prefetch: false)))
         driver.move(to: 0, .scroll, content: 2000, viewport: 800)
-        guard case .started(let refresh, _) = driver.engine.refreshRequested() else { return }
+        let refreshRequest = driver.engine.refreshRequested()
+        let refresh = try #require(refreshRequest.started).job
         driver.move(to: 1330)
         _ = driver.engine.actionFinished(refresh.id, outcome: .completed)
         #expect(driver.state.phase == .armed)
@@ -89,18 +86,17 @@ import Testing
 }
 
 @Suite struct CancellationTests {
-    @Test func cancellingARefreshFreesTheEdgeAtOnce() {
+    @Test func cancellingARefreshFreesTheEdgeAtOnce() throws {
         var driver = Driver(.standard)
-        guard case .started(let first, _) = driver.engine.refreshRequested() else { return }
+        let firstRequest = driver.engine.refreshRequested()
+        let first = try #require(firstRequest.started).job
         let cancelled = driver.engine.cancelRequested(.refresh)
         #expect(cancelled.cancel == first)
         #expect(cancelled.state == .resting(seq: nil))
         #expect(driver.engine.runningJob == nil)
         #expect(driver.engine.actionFinished(first.id, outcome: .cancelled) == .none)
-        guard case .started(let second, _) = driver.engine.refreshRequested() else {
-            Issue.record("a refresh after a cancel was not started")
-            return
-        }
+        let secondRequest = driver.engine.refreshRequested()
+        let second = try #require(secondRequest.started).job
         #expect(second.id > first.id)
     }
 
@@ -127,10 +123,11 @@ import Testing
         #expect(driver.engine.hasMore)
     }
 
-    @Test func finishingAnUnknownActionIsIgnored() {
+    @Test func finishingAnUnknownActionIsIgnored() throws {
         var driver = Driver(.standard)
         #expect(driver.engine.actionFinished(ActionID(rawValue: 42), outcome: .completed) == .none)
-        guard case .started(let job, _) = driver.engine.refreshRequested() else { return }
+        let jobRequest = driver.engine.refreshRequested()
+        let job = try #require(jobRequest.started).job
         #expect(driver.engine.actionFinished(ActionID(rawValue: 42), outcome: .completed) == .none)
         #expect(driver.engine.runningJob == job)
     }

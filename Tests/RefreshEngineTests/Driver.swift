@@ -36,3 +36,12 @@ struct Driver {
 
     var state: GestureState { engine.gestureState }
 }
+
+extension RequestResult {
+    /// The job and effects of a request that started an action; `nil` when it did not, for
+    /// `try #require`.
+    var started: (job: Job, effects: Effects)? {
+        guard case .started(let job, let effects) = self else { return nil }
+        return (job, effects)
+    }
+}

@@ -210,55 +210,46 @@ import Testing
         }
     }
 
-    @Test func keepsOnlyTheNewestStateAndEveryOtherEvent() {
+    @Test func keepsOnlyTheNewestStateAndEveryOtherEvent() throws {
         var log = EventLog(capacity: 8)
         log.append(.state, data("1"))
         log.append(.progress, data("2"))
         log.append(.state, data("3"))
         log.append(.state, data("4"))
         log.append(.items, data("5"))
-        guard case .events(let events) = log.events(after: 0) else {
-            Issue.record("gap")
-            return
-        }
+        let events = try #require(log.events(after: 0).events)
         #expect(events.map(\.id) == [2, 4, 5])
-        guard case .events(let fromThree) = log.events(after: 4) else { return }
+        let fromThree = try #require(log.events(after: 4).events)
         #expect(fromThree.map(\.id) == [5])
     }
 
-    @Test func aStateAfterTheLastOtherEventComesLast() {
+    @Test func aStateAfterTheLastOtherEventComesLast() throws {
         var log = EventLog(capacity: 8)
         log.append(.done, data("1"))
         log.append(.state, data("2"))
-        guard case .events(let events) = log.events(after: 0) else { return }
+        let events = try #require(log.events(after: 0).events)
         #expect(events.map(\.id) == [1, 2])
         #expect(String(buffer: events[1].frame) == "id: 2\nevent: state\ndata: 2\n\n")
     }
 
-    @Test func aReaderBehindTheRingHasAGap() {
+    @Test func aReaderBehindTheRingHasAGap() throws {
         var log = EventLog(capacity: 3)
         for index in 1...5 { log.append(.progress, data("\(index)")) }
         #expect({ if case .gap = log.events(after: 1) { true } else { false } }())
-        guard case .events(let events) = log.events(after: 2) else {
-            Issue.record("events 3…5 are still there")
-            return
-        }
+        let events = try #require(log.events(after: 2).events)
         #expect(events.map(\.id) == [3, 4, 5])
         #expect({ if case .gap = log.events(after: 6) { true } else { false } }())
     }
 
-    @Test func superseededStatesDoNotCountAgainstTheRing() {
+    @Test func superseededStatesDoNotCountAgainstTheRing() throws {
         var log = EventLog(capacity: 2)
         log.append(.done, data("1"))
         for index in 2...1000 { log.append(.state, data("\(index)")) }
-        guard case .events(let events) = log.events(after: 0) else {
-            Issue.record("a drag pushed a done out")
-            return
-        }
+        let events = try #require(log.events(after: 0).events)
         #expect(events.map(\.id) == [1, 1000])
     }
 
-    @Test func theRingIsBoundedInBytesTooAndAReaderBehindItHasAGap() {
+    @Test func theRingIsBoundedInBytesTooAndAReaderBehindItHasAGap() throws {
         let item = String(repeating: "x", count: 2000)
         // What a frame takes is its buffer's capacity (NIO rounds it up to a power of two).
         let frame = ServerEvent(id: 1, kind: .items, data: data(item)).frame.capacity
@@ -268,10 +259,7 @@ import Testing
         for _ in 1...100 { log.append(.items, data(item)) }
         #expect(log.bytes == 21 * frame)
         #expect({ if case .gap = log.events(after: 78) { true } else { false } }())
-        guard case .events(let newest) = log.events(after: 79) else {
-            Issue.record("the newest events are gone")
-            return
-        }
+        let newest = try #require(log.events(after: 79).events)
         #expect(newest.map(\.id) == Array(80...100))
     }
 
@@ -337,7 +325,7 @@ import Testing
         log.append(.state, data("4"))
         log.append(.news, data("5"))
         let first = try #require(log.takeAnnouncement()?.news)
-        guard case .events(let replayed) = log.events(after: 0) else { throw TestFailure("gap") }
+        let replayed = try #require(log.events(after: 0).events)
         #expect(first.events.map(\.id) == replayed.map(\.id))
         #expect((first.from, first.through, first.coalesced) == (0, 5, 2))
         #expect(log.takeAnnouncement() == nil)
@@ -372,7 +360,7 @@ import Testing
         #expect(last.through == UInt64(Announcement.maxCarried + 10))
         // A stream still at the start is not handed the newest part alone: it asks the log.
         #expect(ReplayCache(last).announced(after: 0) == nil)
-        guard case .events(let all) = log.events(after: 0) else { throw TestFailure("gap") }
+        let all = try #require(log.events(after: 0).events)
         #expect(all.count == Announcement.maxCarried + 10)
     }
 }
