@@ -47,7 +47,7 @@ struct ServerParts {
             metrics: MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams, feeds: feeds))
         RouteTable.register(on: router, handlers: handlers) { request, _ in
             guard let response = try files.response(path: request.uri.path, request: request) else {
-                throw APIError(.notFound, "not_found", "Nothing at \(request.uri.path).")
+                throw APIError(.notFound, "Nothing at \(request.uri.path).")
             }
             return response
         }

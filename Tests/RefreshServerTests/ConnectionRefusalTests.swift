@@ -12,11 +12,11 @@ import Testing
         #expect(APIError.notAProxy.status == .methodNotAllowed)
         #expect(APIError.notAProxy.allow == nil)
         #expect(APIError(HTTPRefusal.notAProxy) == .notAProxy)
-        #expect(APIError.repeatedOrigin.code == "bad_origin")
+        #expect(APIError.repeatedOrigin.code.rawValue == "bad_origin")
         #expect(APIError(HTTPRefusal.repeatedOrigin) == .repeatedOrigin)
-        #expect(APIError.unknownHost.code == "unknown_host")
+        #expect(APIError.unknownHost.code.rawValue == "unknown_host")
         #expect(APIError(HTTPRefusal.unknownHost) == .unknownHost)
         #expect(APIError(HTTPRefusal.methodNotAllowed("PUT", allow: "GET, HEAD")).allow == "GET, HEAD")
-        #expect(APIError(HTTPRefusal.malformed(.invalidVersion)).code == "malformed_request")
+        #expect(APIError(HTTPRefusal.malformed(.invalidVersion)).code.rawValue == "malformed_request")
     }
 }

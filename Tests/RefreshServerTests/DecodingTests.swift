@@ -45,7 +45,7 @@ import Testing
     ])
     func sessionBodiesAreRefusedWithTheirField(text: String, code: String, message: String) throws {
         let error = try #require(try refusal(text))
-        #expect(error.code == code)
+        #expect(error.code.rawValue == code)
         #expect(error.message == message)
     }
 
@@ -84,7 +84,7 @@ import Testing
     ])
     func itemsAreRefusedWithTheirField(text: String, code: String, message: String) throws {
         let error = try #require(try refusal(text, items: true))
-        #expect(error.code == code)
+        #expect(error.code.rawValue == code)
         #expect(error.message == message)
     }
 
@@ -97,7 +97,7 @@ import Testing
     func samplesRefuseUnknownMembersToo(text: String, message: String) throws {
         let parsed = try body(text)
         let error = try #require(throws: APIError.self) { try SampleDecoding.decode(parsed, maxCount: 64) }
-        #expect(error.code == "invalid_value")
+        #expect(error.code.rawValue == "invalid_value")
         #expect(error.message == message)
         let known = try SampleDecoding.decode(
             try body(#"{"seq":1,"t":2,"y":-3,"phase":"release","contentHeight":900,"viewportHeight":600}"#), maxCount: 64)
@@ -113,7 +113,7 @@ import Testing
     ])
     func aSeqBeyondWhatJSONCarriesExactlyIsRefusedSayingWhy(seq: String, code: String, message: String) throws {
         let error = try #require(throws: APIError.self) { try SampleDecoding.decode(try body(#"{"seq":\#(seq),"y":0}"#), maxCount: 64) }
-        #expect(error.code == code)
+        #expect(error.code.rawValue == code)
         #expect(error.message == message)
         let largest = try SampleDecoding.decode(try body(#"{"seq":9007199254740991,"y":0}"#), maxCount: 64)
         #expect(largest.first?.seq == 9_007_199_254_740_991)

@@ -17,7 +17,7 @@ import Testing
         do {
             _ = try ItemDecoding.decode(body, now: .now())
         } catch {
-            #expect(error.status == .badRequest && error.code == "invalid_value")
+            #expect(error.status == .badRequest && error.code.rawValue == "invalid_value")
         }
     }
 

@@ -12,9 +12,7 @@ import Testing
     /// read line by line (a path at two spaces of indent, its operations at four), which is
     /// all of YAML this file uses there.
     static func describedOperations() throws -> Set<String> {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Public/openapi.yaml")
-        let text = try String(contentsOf: url, encoding: .utf8)
+        let text = try APIDocument.text()
         let methods: Set<String> = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
         var operations = Set<String>()
         var inPaths = false

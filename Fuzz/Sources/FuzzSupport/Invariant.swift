@@ -13,11 +13,11 @@ public func invariant(_ condition: @autoclosure () -> Bool, _ message: @autoclos
 public func checkRefusal(_ error: APIError, context: @autoclosure () -> String) {
     let status = Int(error.status.code)
     invariant((400..<500).contains(status), "\(context()): refused with \(status) \(error.code): \(error.message)")
-    invariant(!error.code.isEmpty && !error.message.isEmpty, "\(context()): refusal without code or message")
+    invariant(!error.message.isEmpty, "\(context()): refusal without a message")
     let payload = JSONResponse.errorPayload(error, acceptsGzip: false)
     let json = parsed(payload.body, context: "\(context()): error body")
     invariant(
-        json == .object(["error": .string(error.code), "message": .string(error.message)]),
+        json == .object(["error": .string(error.code.rawValue), "message": .string(error.message)]),
         "\(context()): error body does not say the refusal: \(String(buffer: payload.body))")
 }
 
@@ -38,7 +38,7 @@ public func parseBody(_ bytes: [UInt8]) -> JSONValue? {
     do {
         value = try JSONValue.parseBody(bytes)
     } catch {
-        invariant(error.status == .badRequest && error.code == "malformed_json", "syntax error answered \(error.status.code) \(error.code)")
+        invariant(error.status == .badRequest && error.code == .malformedJSON, "syntax error answered \(error.status.code) \(error.code)")
         checkRefusal(error, context: "malformed body")
         return nil
     }

@@ -37,19 +37,65 @@ extension Components {
         }
         /// - Remark: Generated from `#/components/schemas/Error`.
         package struct _Error: Codable, Hashable, Sendable {
-            /// A stable machine-readable code.
+            /// A stable machine-readable code: clients branch on it, and a code never changes once published. Each is sent with one status (`http_error` with the status of the framework error it stands for).
             ///
             /// - Remark: Generated from `#/components/schemas/Error/error`.
-            package var error: Swift.String
+            @frozen package enum _ErrorPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case malformedRequest = "malformed_request"
+                case conflictingFraming = "conflicting_framing"
+                case badHost = "bad_host"
+                case badOrigin = "bad_origin"
+                case unknownHost = "unknown_host"
+                case crossOrigin = "cross_origin"
+                case headTooLarge = "head_too_large"
+                case bodyTooLarge = "body_too_large"
+                case requestTimeout = "request_timeout"
+                case unsupportedMediaType = "unsupported_media_type"
+                case unsupportedTransferEncoding = "unsupported_transfer_encoding"
+                case unsupportedExpectation = "unsupported_expectation"
+                case httpVersionNotSupported = "http_version_not_supported"
+                case methodNotAllowed = "method_not_allowed"
+                case malformedJson = "malformed_json"
+                case invalidType = "invalid_type"
+                case missingField = "missing_field"
+                case invalidValue = "invalid_value"
+                case outOfRange = "out_of_range"
+                case invalidFeed = "invalid_feed"
+                case invalidPath = "invalid_path"
+                case invalidPrecondition = "invalid_precondition"
+                case unauthorized = "unauthorized"
+                case invalidToken = "invalid_token"
+                case insufficientScope = "insufficient_scope"
+                case publishingDisabled = "publishing_disabled"
+                case notFound = "not_found"
+                case sessionNotFound = "session_not_found"
+                case feedNotFound = "feed_not_found"
+                case itemNotFound = "item_not_found"
+                case refreshRunning = "refresh_running"
+                case editConflict = "edit_conflict"
+                case preconditionFailed = "precondition_failed"
+                case rateLimited = "rate_limited"
+                case tooManySamples = "too_many_samples"
+                case tooManySessionsForClient = "too_many_sessions_for_client"
+                case tooManySessions = "too_many_sessions"
+                case storeUnavailable = "store_unavailable"
+                case notificationsUnavailable = "notifications_unavailable"
+                case httpError = "http_error"
+                case internalError = "internal_error"
+            }
+            /// A stable machine-readable code: clients branch on it, and a code never changes once published. Each is sent with one status (`http_error` with the status of the framework error it stands for).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Error/error`.
+            package var error: Components.Schemas._Error._ErrorPayload
             /// - Remark: Generated from `#/components/schemas/Error/message`.
             package var message: Swift.String
             /// Creates a new `_Error`.
             ///
             /// - Parameters:
-            ///   - error: A stable machine-readable code.
+            ///   - error: A stable machine-readable code: clients branch on it, and a code never changes once published. Each is sent with one status (`http_error` with the status of the framework error it stands for).
             ///   - message:
             package init(
-                error: Swift.String,
+                error: Components.Schemas._Error._ErrorPayload,
                 message: Swift.String
             ) {
                 self.error = error

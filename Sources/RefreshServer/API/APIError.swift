@@ -3,11 +3,11 @@ import Logging
 import NIOHTTP1
 import RefreshJSON
 
-/// A request the server refuses, with the status, a stable machine-readable code and a
-/// sentence for people. Every error body is `{"error": CODE, "message": TEXT}`.
+/// A request the server refuses, with a stable machine-readable code (``ErrorCode``), its
+/// status and a sentence for people. Every error body is `{"error": CODE, "message": TEXT}`.
 public struct APIError: Error, Sendable, Equatable {
     public var status: HTTPResponse.Status
-    public var code: String
+    public var code: ErrorCode
     public var message: String
     /// Seconds after which a refused request may succeed (`Retry-After`).
     public var retryAfter: Int?
@@ -16,11 +16,13 @@ public struct APIError: Error, Sendable, Equatable {
     /// The challenge of a refused token (`WWW-Authenticate`, RFC 6750 §3).
     public var wwwAuthenticate: String?
 
+    /// A refusal with `code`, sent with the code's status unless `status` says otherwise
+    /// (only ``ErrorCode/httpError`` does).
     public init(
-        _ status: HTTPResponse.Status, _ code: String, _ message: String, retryAfter: Int? = nil, allow: String? = nil,
+        _ code: ErrorCode, _ message: String, status: HTTPResponse.Status? = nil, retryAfter: Int? = nil, allow: String? = nil,
         wwwAuthenticate: String? = nil
     ) {
-        self.status = status
+        self.status = status ?? code.status
         self.code = code
         self.message = message
         self.retryAfter = retryAfter
@@ -44,23 +46,23 @@ public struct APIError: Error, Sendable, Equatable {
     }
 
     static func malformedJSON(_ reason: String) -> Self {
-        Self(.badRequest, "malformed_json", "The body is not valid JSON: \(reason).")
+        Self(.malformedJSON, "The body is not valid JSON: \(reason).")
     }
 
     public static func wrongType(_ path: String, expected: String, got: JSONValue) -> Self {
-        Self(.badRequest, "invalid_type", "\(path) must be \(expected), not \(got.typeName).")
+        Self(.invalidType, "\(path) must be \(expected), not \(got.typeName).")
     }
 
     public static func missing(_ path: String, expected: String) -> Self {
-        Self(.badRequest, "missing_field", "\(path) is required (\(expected)).")
+        Self(.missingField, "\(path) is required (\(expected)).")
     }
 
     public static func invalid(_ path: String, _ reason: String) -> Self {
-        Self(.badRequest, "invalid_value", "\(path) \(reason).")
+        Self(.invalidValue, "\(path) \(reason).")
     }
 
     static func outOfRange(_ message: String) -> Self {
-        Self(.unprocessableContent, "out_of_range", message)
+        Self(.outOfRange, message)
     }
 
     /// A whole number beyond what a JSON number carries exactly.
@@ -69,29 +71,28 @@ public struct APIError: Error, Sendable, Equatable {
     }
 
     static func sessionNotFound(_ id: String) -> Self {
-        Self(.notFound, "session_not_found", "No session \(id): it ended or expired. Create a new one.")
+        Self(.sessionNotFound, "No session \(id): it ended or expired. Create a new one.")
     }
 
     /// A session a shared stream may not carry: it does not exist, or the request may not
     /// read it; the same answer for both, so that it tells nothing of another client's.
     static func sharedSessionNotFound(_ id: String) -> Self {
-        Self(.notFound, "session_not_found", "No session \(id) that this request may follow: it ended, expired or is not yours.")
+        Self(.sessionNotFound, "No session \(id) that this request may follow: it ended, expired or is not yours.")
     }
 
     static func bodyTooLarge(limit: Int) -> Self {
-        Self(.contentTooLarge, "body_too_large", "The body exceeds the limit of \(limit) bytes.")
+        Self(.bodyTooLarge, "The body exceeds the limit of \(limit) bytes.")
     }
 
     // MARK: - Refusals of the connection layer
 
-    static let streamNeedsHTTP11 = Self(
-        .httpVersionNotSupported, "http_version_not_supported", "An event stream needs HTTP/1.1 (its body is chunked).")
+    static let streamNeedsHTTP11 = Self(.httpVersionNotSupported, "An event stream needs HTTP/1.1 (its body is chunked).")
 
-    static let requestTimeout = Self(.requestTimeout, "request_timeout", "The request did not arrive in time.")
+    static let requestTimeout = Self(.requestTimeout, "The request did not arrive in time.")
 
     static func malformed(_ error: HTTPParserError) -> Self {
         if case .headerOverflow = error {
-            return Self(.requestHeaderFieldsTooLarge, "head_too_large", "The request head is too large.")
+            return Self(.headTooLarge, "The request head is too large.")
         }
         let detail: String? =
             switch error {
@@ -109,49 +110,44 @@ public struct APIError: Error, Sendable, Equatable {
             case .invalidConstant, .lfExpected, .strictModeAssertion, .invalidCharactersUsed: "its framing is malformed"
             default: nil
             }
-        return Self(.badRequest, "malformed_request", "The request is not valid HTTP/1.1" + (detail.map { ": \($0)." } ?? "."))
+        return Self(.malformedRequest, "The request is not valid HTTP/1.1" + (detail.map { ": \($0)." } ?? "."))
     }
 
     static func headTooLarge(limit: Int) -> Self {
-        Self(.requestHeaderFieldsTooLarge, "head_too_large", "The request head exceeds the limit of \(limit) bytes.")
+        Self(.headTooLarge, "The request head exceeds the limit of \(limit) bytes.")
     }
 
     static func badHost(count: Int) -> Self {
-        Self(.badRequest, "bad_host", count == 0 ? "An HTTP/1.1 request needs a Host header." : "A request has one Host header, not \(count).")
+        Self(.badHost, count == 0 ? "An HTTP/1.1 request needs a Host header." : "A request has one Host header, not \(count).")
     }
 
-    static let repeatedOrigin = Self(.badRequest, "bad_origin", "A request has at most one Origin header.")
+    static let repeatedOrigin = Self(.badOrigin, "A request has at most one Origin header.")
 
     /// No `Allow`: an authority-form target names no resource of this server to list methods for.
-    static let notAProxy = Self(.methodNotAllowed, "method_not_allowed", "CONNECT is not served: this server is not a proxy.")
+    static let notAProxy = Self(.methodNotAllowed, "CONNECT is not served: this server is not a proxy.")
 
-    static let unknownHost = Self(
-        .misdirectedRequest, "unknown_host",
-        "This server does not answer to that Host name; an operator adds names with --public-host.")
+    static let unknownHost = Self(.unknownHost, "This server does not answer to that Host name; an operator adds names with --public-host.")
 
     static let crossOrigin = Self(
-        .forbidden, "cross_origin",
-        "A page of another origin may not change this server's state; an operator allows origins with --cors-origin.")
+        .crossOrigin, "A page of another origin may not change this server's state; an operator allows origins with --cors-origin.")
 
     static func unsupportedMediaType(_ given: String?) -> Self {
-        Self(
-            .unsupportedMediaType, "unsupported_media_type",
-            "The body must be sent as Content-Type: application/json" + (given == nil ? "; none was given." : "."))
+        Self(.unsupportedMediaType, "The body must be sent as Content-Type: application/json" + (given == nil ? "; none was given." : "."))
     }
 
     static let conflictingFraming = Self(
-        .badRequest, "conflicting_framing", "The request's length is ambiguous: send one Content-Length, or Transfer-Encoding: chunked, not both.")
+        .conflictingFraming, "The request's length is ambiguous: send one Content-Length, or Transfer-Encoding: chunked, not both.")
 
     static func unsupportedTransferCoding(_ codings: String) -> Self {
-        Self(.notImplemented, "unsupported_transfer_encoding", "Transfer-Encoding \(codings) is not supported; only chunked is.")
+        Self(.unsupportedTransferEncoding, "Transfer-Encoding \(codings) is not supported; only chunked is.")
     }
 
     static func unsupportedExpectation(_ expectation: String) -> Self {
-        Self(.expectationFailed, "unsupported_expectation", "Expect: \(expectation) is not supported; only 100-continue is.")
+        Self(.unsupportedExpectation, "Expect: \(expectation) is not supported; only 100-continue is.")
     }
 
     static func methodNotAllowed(_ method: String, allow: String) -> Self {
-        Self(.methodNotAllowed, "method_not_allowed", "\(method) is not allowed here; allowed: \(allow).", allow: allow)
+        Self(.methodNotAllowed, "\(method) is not allowed here; allowed: \(allow).", allow: allow)
     }
 }
 

@@ -13,10 +13,10 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as HTTPError {
             let apiError: APIError =
                 switch error.status {
-                case .notFound: APIError(.notFound, "not_found", "Nothing at \(request.uri.path).")
+                case .notFound: APIError(.notFound, "Nothing at \(request.uri.path).")
                 case .contentTooLarge: .bodyTooLarge(limit: 0)
-                case .methodNotAllowed: APIError(.methodNotAllowed, "method_not_allowed", "\(request.method) is not allowed on \(request.uri.path).")
-                default: APIError(error.status, "http_error", error.body ?? error.status.reasonPhrase)
+                case .methodNotAllowed: APIError(.methodNotAllowed, "\(request.method) is not allowed on \(request.uri.path).")
+                default: APIError(.httpError, error.body ?? error.status.reasonPhrase, status: error.status)
                 }
             return refuse(apiError, request: request, context: context)
         } catch let error as InvalidFeedItem {
@@ -26,12 +26,12 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 APIError.invalid("item \(error.id.debugDescription): \(error.field.rawValue)", error.violation.reason), request: request,
                 context: context)
         } catch let error as FeedStoreUnavailable {
-            return refuse(APIError(.serviceUnavailable, "store_unavailable", "\(error).", retryAfter: 5), request: request, context: context)
+            return refuse(APIError(.storeUnavailable, "\(error).", retryAfter: 5), request: request, context: context)
         } catch is CancellationError {
             throw CancellationError()
         } catch {
             context.logger.error("\(request.method) \(request.uri.path.escapedForLog) failed: \(String(describing: error).escapedForLog)")
-            return JSONResponse.error(APIError(.internalServerError, "internal_error", "The server failed; the error is logged."), request: request)
+            return JSONResponse.error(APIError(.internalError, "The server failed; the error is logged."), request: request)
         }
     }
 

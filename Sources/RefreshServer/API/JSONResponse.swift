@@ -46,7 +46,7 @@ enum JSONResponse {
         if let challenge = error.wwwAuthenticate { headers[.wwwAuthenticate] = challenge }
         return payload(error.status, acceptsGzip: acceptsGzip(), headers: headers) { json in
             json.beginObject()
-            json.field("error", error.code)
+            json.field("error", error.code.rawValue)
             json.field("message", error.message)
             json.endObject()
         }

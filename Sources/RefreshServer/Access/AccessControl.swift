@@ -104,7 +104,7 @@ struct AccessControl: Sendable {
     /// the trusted proxies name it.
     func publish(to feed: FeedName, _ carrier: Carrier, client: String) throws(APIError) {
         if publishingDisabled {
-            throw APIError(.forbidden, "publishing_disabled", "This server takes no publishes (--disable-publishing).")
+            throw APIError(.publishingDisabled, "This server takes no publishes (--disable-publishing).")
         }
         guard let verifier else { return try publishWithoutKeys(carrier, client: client) }
         switch try credentials(carrier, verifier: verifier) {
@@ -150,14 +150,14 @@ struct AccessControl: Sendable {
         if isPublishToken(carrier) { return }
         guard publishToken != nil else {
             guard listensOnLoopbackOnly else {
-                throw APIError(.forbidden, "publishing_disabled", "Publishing needs --publish-token when the server listens beyond loopback.")
+                throw APIError(.publishingDisabled, "Publishing needs --publish-token when the server listens beyond loopback.")
             }
             guard Self.isLoopback(client) else {
-                throw APIError(.forbidden, "publishing_disabled", "Publishing from another host needs the server's --publish-token.")
+                throw APIError(.publishingDisabled, "Publishing from another host needs the server's --publish-token.")
             }
             return
         }
-        throw APIError(.unauthorized, "unauthorized", "Publishing needs the header Authorization: Bearer <publish token>.")
+        throw APIError(.unauthorized, "Publishing needs the header Authorization: Bearer <publish token>.")
     }
 
     private func decide(_ action: FeedAccess.Action, on feed: FeedName, with credentials: FeedAccess.Credentials) throws(APIError) {

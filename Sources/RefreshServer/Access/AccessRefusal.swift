@@ -33,10 +33,10 @@ enum AccessRefusal: String, Error, CaseIterable, Sendable {
         switch self {
         case .insufficientScope:
             APIError(
-                .forbidden, "insufficient_scope", "The token does not give this right.",
+                .insufficientScope, "The token does not give this right.",
                 wwwAuthenticate: #"Bearer error="insufficient_scope""#)
         default:
-            APIError(.unauthorized, "invalid_token", message, wwwAuthenticate: #"Bearer error="invalid_token""#)
+            APIError(.invalidToken, message, wwwAuthenticate: #"Bearer error="invalid_token""#)
         }
     }
 

@@ -273,7 +273,7 @@ final class HotRoutes: Sendable {
                 logger.debug("refused a connection's bytes: \(error.status.code) \(error.code): \(error.message.escapedForLog)")
             }
         } else {
-            refused = APIError(.internalServerError, "internal_error", "The server failed; the error is logged.")
+            refused = APIError(.internalError, "The server failed; the error is logged.")
             logger.error("\(method) \(path.escapedForLog) failed: \(String(describing: error).escapedForLog)")
         }
         return JSONResponse.errorPayload(refused, acceptsGzip: head.map { Gzip.accepted(by: $0.headers) } ?? false)

@@ -11,8 +11,7 @@ extension FeedName {
 
     /// The refusal of a name that is none, in the same words wherever it came from.
     static func invalid(_ field: String) -> APIError {
-        APIError(
-            .badRequest, "invalid_feed", "\(field) must be 1 to \(maximumLength) letters, digits and ._~:@-, starting with a letter or a digit.")
+        APIError(.invalidFeed, "\(field) must be 1 to \(maximumLength) letters, digits and ._~:@-, starting with a letter or a digit.")
     }
 
     /// A name as a path segment carries it: percent-encoded or not (`user%3A42` is

@@ -27,9 +27,7 @@ enum SampleDecoding {
         if root.members.count > 1 { try root.rejectUnknown(["samples"]) }
         let elements = try root.array("samples") ?? []
         guard elements.count <= maxCount else {
-            throw APIError(
-                .tooManyRequests, "too_many_samples",
-                "\(elements.count) samples in one request; at most \(maxCount) are accepted.", retryAfter: 1)
+            throw APIError(.tooManySamples, "\(elements.count) samples in one request; at most \(maxCount) are accepted.", retryAfter: 1)
         }
         var samples: [ValidSample] = []
         samples.reserveCapacity(elements.count)

@@ -36,7 +36,7 @@ final class FeedRegistry: Sendable {
     /// The feed `name` as the routes read and write it, its store failures counted.
     func view(_ name: FeedName) throws(APIError) -> any FeedSource {
         if holdsOnlyMain, name != .main {
-            throw APIError(.notFound, "feed_not_found", "This server's store holds the feed main only.")
+            throw APIError(.feedNotFound, "This server's store holds the feed main only.")
         }
         return name == .main ? main : MeteredFeed(store.feed(name), metrics: metrics)
     }

@@ -226,7 +226,7 @@ public final class ServerMetrics: Sendable {
     }
 
     /// A samples request refused; `code` is the ``APIError``'s, `nil` for a failure of the server.
-    func sampleRequestRefused(code: String?) {
+    func sampleRequestRefused(code: ErrorCode?) {
         sampleRefusals[SampleRefusal(code: code)]?.increment()
     }
 
@@ -359,14 +359,14 @@ public final class ServerMetrics: Sendable {
         case tooLarge = "too_large"
         case other
 
-        init(code: String?) {
+        init(code: ErrorCode?) {
             switch code {
-            case "rate_limited": self = .rateLimited
-            case "too_many_samples": self = .tooManySamples
-            case "out_of_range": self = .outOfRange
-            case "session_not_found": self = .unknownSession
-            case "body_too_large": self = .tooLarge
-            case "malformed_json", "invalid_type", "missing_field", "invalid_value": self = .badInput
+            case .rateLimited: self = .rateLimited
+            case .tooManySamples: self = .tooManySamples
+            case .outOfRange: self = .outOfRange
+            case .sessionNotFound: self = .unknownSession
+            case .bodyTooLarge: self = .tooLarge
+            case .malformedJSON, .invalidType, .missingField, .invalidValue: self = .badInput
             default: self = .other
             }
         }

@@ -18,8 +18,7 @@ struct HealthRoutes<Context: RequestContext>: Sendable {
 
     @Sendable func ready(_ request: Request, context: Context) async throws -> Response {
         if let notificationsUp, !notificationsUp() {
-            throw APIError(
-                .serviceUnavailable, "notifications_unavailable", "The connection that brings news from other instances is down.", retryAfter: 5)
+            throw APIError(.notificationsUnavailable, "The connection that brings news from other instances is down.", retryAfter: 5)
         }
         do {
             try await withThrowingTaskGroup(of: Bool.self) { group in
@@ -34,14 +33,14 @@ struct HealthRoutes<Context: RequestContext>: Sendable {
                 defer { group.cancelAll() }
                 guard try await group.next() == true else {
                     throw APIError(
-                        .serviceUnavailable, "store_unavailable", "The feed store did not answer within \(deadline.secondsText).",
+                        .storeUnavailable, "The feed store did not answer within \(deadline.secondsText).",
                         retryAfter: 5)
                 }
             }
         } catch let error as APIError {
             throw error
         } catch {
-            throw APIError(.serviceUnavailable, "store_unavailable", "The feed store failed: \(ActionRunner.describe(error))", retryAfter: 5)
+            throw APIError(.storeUnavailable, "The feed store failed: \(ActionRunner.describe(error))", retryAfter: 5)
         }
         return Self.status("ready", request)
     }

@@ -21,7 +21,7 @@ extension ItemRoutes {
     }
 
     private static func notFound(_ id: String) -> APIError {
-        APIError(.notFound, "not_found", "No item has the id \(id).")
+        APIError(.notFound, "No item has the id \(id).")
     }
 
     @Sendable func showItem(_ request: Request, context: Context) async throws -> Response {
@@ -71,7 +71,7 @@ extension ItemRoutes {
             await feeds.news(of: name)?.written(written)
             return Response(status: .noContent)
         }
-        throw APIError(.conflict, "edit_conflict", "The item \(id) was edited by others while it was being removed; try again.")
+        throw APIError(.editConflict, "The item \(id) was edited by others while it was being removed; try again.")
     }
 
     private static func required(_ body: JSONValue?) throws(APIError) -> JSONValue {
@@ -110,7 +110,7 @@ extension ItemRoutes {
             let stored = written.stored.first ?? item
             return JSONResponse.make(.ok, request: request, headers: [.eTag: ETag(stored.version ?? 0).text]) { $0.item(stored) }
         }
-        throw APIError(.conflict, "edit_conflict", "The item \(id) was edited by others while this edit was made; read it and try again.")
+        throw APIError(.editConflict, "The item \(id) was edited by others while this edit was made; read it and try again.")
     }
 
     /// How many times an edit without `If-Match` is made again when another came between its
@@ -118,7 +118,7 @@ extension ItemRoutes {
     static let attempts = 5
 
     private static func preconditionFailed(_ current: FeedVersion) -> APIError {
-        APIError(.preconditionFailed, "precondition_failed", "The item is at version \(current), not the one If-Match names: nothing was changed.")
+        APIError(.preconditionFailed, "The item is at version \(current), not the one If-Match names: nothing was changed.")
     }
 
     /// What `If-Match` asks: `nil` without one.
@@ -163,8 +163,7 @@ struct ETag: Equatable {
                 let opaque = tag.hasPrefix("W/") ? tag.dropFirst(2) : Substring(tag)
                 guard opaque.count >= 2, opaque.first == "\"", opaque.last == "\"", !opaque.dropFirst().dropLast().contains("\"") else {
                     throw APIError(
-                        .badRequest, "invalid_precondition",
-                        "If-Match takes the item's entity tags as ETag gives them, quoted (\"12\"), or *; \(tag) is not one.")
+                        .invalidPrecondition, "If-Match takes the item's entity tags as ETag gives them, quoted (\"12\"), or *; \(tag) is not one.")
                 }
                 // A weak tag never matches (strong comparison); a quoted one that is not a number
                 // is no version the item can be at.

@@ -70,7 +70,7 @@ struct ItemRoutes: Sendable {
         guard let id, !id.isEmpty else { return nil }
         if let violation = ItemRules.violation(of: id, as: .id), violation == .containsNUL { throw APIError.invalid(name, violation.reason) }
         guard let position = try await feed.position(of: id) else {
-            throw APIError(.notFound, "item_not_found", "\(name): no item has the id \(id).")
+            throw APIError(.itemNotFound, "\(name): no item has the id \(id).")
         }
         return position
     }
@@ -102,11 +102,11 @@ struct ItemRoutes: Sendable {
     /// `503`, naming the ids the items were given: nothing was stored, and a retry with them
     /// stores each item once, whatever became of this attempt.
     private func unavailable(_ error: FeedStoreUnavailable, items: [FeedItem], request: Request, context: Context) -> Response {
-        let refusal = APIError(.serviceUnavailable, "store_unavailable", "\(error).", retryAfter: 5)
+        let refusal = APIError(.storeUnavailable, "\(error).", retryAfter: 5)
         refusal.logRefusal(method: request.method, path: request.uri.path, requestID: request.headers[.xRequestID], logger: context.logger)
         return JSONResponse.make(.serviceUnavailable, request: request, headers: [.retryAfter: "5"]) { json in
             json.beginObject()
-            json.field("error", refusal.code)
+            json.field("error", refusal.code.rawValue)
             json.field("message", refusal.message)
             json.key("ids")
             json.beginArray()

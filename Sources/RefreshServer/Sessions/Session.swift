@@ -104,8 +104,7 @@ public final class Session: Sendable, NewsListener {
             state.lastActive = now
             if let retryAfter = state.bucket.take(samples.count, now: now) {
                 throw APIError(
-                    .tooManyRequests, "rate_limited",
-                    "More than \(Int(state.bucket.rate)) samples per second for this session.",
+                    .rateLimited, "More than \(Int(state.bucket.rate)) samples per second for this session.",
                     retryAfter: retryAfter)
             }
             let ignoredBefore = state.engine.ignoredSamples
@@ -147,7 +146,7 @@ public final class Session: Sendable, NewsListener {
             case .joined(let job):
                 return job.id
             case .refused(let running):
-                throw APIError(.conflict, "refresh_running", "A refresh (\(running.id)) is running; it resets paging, load more after it.")
+                throw APIError(.refreshRunning, "A refresh (\(running.id)) is running; it resets paging, load more after it.")
             }
         }
     }

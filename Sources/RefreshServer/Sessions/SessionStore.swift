@@ -50,14 +50,13 @@ public final class SessionStore: Sendable {
         try registry.withLock { (registry) throws(APIError) in
             guard registry.sessions.count < limits.maxSessions else {
                 throw APIError(
-                    .serviceUnavailable, "too_many_sessions",
-                    "The server holds its maximum of \(limits.maxSessions) sessions; try again shortly.",
+                    .tooManySessions, "The server holds its maximum of \(limits.maxSessions) sessions; try again shortly.",
                     retryAfter: 5)
             }
             let mine = registry.perClient[client, default: 0]
             guard mine < limits.maxSessionsPerClient else {
                 throw APIError(
-                    .tooManyRequests, "too_many_sessions_for_client",
+                    .tooManySessionsForClient,
                     "This client holds its maximum of \(limits.maxSessionsPerClient) sessions; end one or wait for one to expire.",
                     retryAfter: 10)
             }

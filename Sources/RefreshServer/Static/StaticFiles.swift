@@ -92,13 +92,13 @@ public struct StaticFiles: Sendable {
     /// slashes or NUL), so a traversal attempt is a clear 400 rather than a silent 404.
     static func normalize(_ rawPath: String) throws(APIError) -> String {
         guard let decoded = rawPath.removingPercentEncoding else {
-            throw APIError(.badRequest, "invalid_path", "The path is not valid percent-encoding.")
+            throw APIError(.invalidPath, "The path is not valid percent-encoding.")
         }
         let segments = decoded.split(separator: "/", omittingEmptySubsequences: false)
         guard !segments.contains(where: { $0 == ".." || $0 == "." }), !decoded.contains("\\"), !decoded.contains("\0"),
             rawPath.range(of: "%2f", options: .caseInsensitive) == nil
         else {
-            throw APIError(.badRequest, "invalid_path", "The path may not contain '..', '.', backslashes or encoded slashes.")
+            throw APIError(.invalidPath, "The path may not contain '..', '.', backslashes or encoded slashes.")
         }
         return decoded.isEmpty ? "/" : decoded
     }
