@@ -94,7 +94,7 @@ export class RequestError extends Error {
  *  page has six connections to an origin and the event stream holds one: three paced
  *  samples leave one for a sample that crosses a threshold and one for the release, which
  *  both go out at once, so none of them ever waits in the browser's own queue for a
- *  connection (README, "On a slow network"). */
+ *  connection (docs/page.md, "On a slow network"). */
 export const MAX_IN_FLIGHT = 3;
 
 /** Which side of a threshold a position is on, as the server will judge it from the

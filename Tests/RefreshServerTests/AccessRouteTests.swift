@@ -275,13 +275,13 @@ import Testing
     }
 
     /// Only the first four `ptr_token` cookies are tried (each may cost a signature check),
-    /// and the README says so.
-    @Test func onlyTheFirstFourTokenCookiesAreTriedAsTheREADMESays() async throws {
+    /// and the manual says so.
+    @Test func onlyTheFirstFourTokenCookiesAreTriedAsTheManualSays() async throws {
         #expect(AccessControl.Carrier.maximumCookies == 4)
-        let readme = try String(
+        let manual = try String(
             contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-                .appendingPathComponent("README.md"), encoding: .utf8)
-        #expect(readme.replacingOccurrences(of: "\n  ", with: " ").contains("the first four `ptr_token` cookies a request carries"))
+                .appendingPathComponent("docs/security.md"), encoding: .utf8)
+        #expect(manual.replacingOccurrences(of: "\n  ", with: " ").contains("the first four `ptr_token` cookies a request carries"))
         try await run { server, keys in
             let good = try await keys.token("rs", read: ["user:1"])
             let stale = try await keys.token("es", read: ["user:1"], expires: Date().addingTimeInterval(-60))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What someone adopting the project relies on: the engine alone as a dependency, the client
-# alone as one, their documentation, and the targets depending only the way SPEC.md "Modules"
-# says.
+# alone as one, their documentation, and the targets depending only the way
+# docs/architecture.md ("Layout") says.
 set -uo pipefail
 cd "$(dirname "$0")"
 failed=0

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The direction the package's targets may depend in (SPEC.md "Modules"), held against what
+# The direction the package's targets may depend in (docs/architecture.md, "Layout"), held against what
 # `swift package dump-package` declares: a target that gains a forbidden dependency, directly
 # or through another of the package's targets, fails here. Usage:
 #

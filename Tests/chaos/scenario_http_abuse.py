@@ -18,7 +18,7 @@ import time
 from lib import Server, check, figure, finish, pick, request, request_json
 
 ROUNDS = pick(1, 5)  # how often the whole table runs against one server
-# RFC 9112 §6.1 asks for 501 when a transfer coding is not understood, and the README
+# RFC 9112 §6.1 asks for 501 when a transfer coding is not understood, and the manual
 # documents 505 for an event stream over HTTP/1.0 (its body must be chunked): the only 5xx
 # a bad request may get. Never 500, 502, 503 or 504.
 RFC_5XX = {"TE gzip, chunked": {501}, "TE xchunked": {501}, "events: HTTP/1.0": {505}}

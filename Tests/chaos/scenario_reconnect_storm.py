@@ -2,7 +2,7 @@
 
 (a) The server restarts (SIGTERM, then a new process on the same port and database) under
 many open streams. Sessions live in memory, so the contract for a page is the browser
-client's (Public/pull-to-refresh/session.js, README "A session's requests go to its
+client's (Public/pull-to-refresh/session.js, docs/many-instances.md "A session's requests go to its
 instance"): its stream ends cleanly, `EventSource` comes back after the `retry:` it was told
 (a jittered value from --reconnect-delay-ms to twice it), gets `404 session_not_found`,
 and the page makes a new session with `resume` (what it shows), answered `resumed: true`,

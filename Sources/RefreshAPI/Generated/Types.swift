@@ -33,7 +33,7 @@ package protocol APIProtocol: Sendable {
     func getReadyz(_ input: Operations.GetReadyz.Input) async throws -> Operations.GetReadyz.Output
     /// Metrics for Prometheus
     ///
-    /// This server's counters, gauges and histograms in the Prometheus text exposition format 0.0.4, all named `ptr_…`: requests by route pattern and status, sessions, open streams, samples applied, ignored and refused, sample-to-stream and news fan-out latency, replay hits, misses and resets, coalesced events, refreshes, feed updates, upstream fetches, store errors and notification reconnects. Gzipped when the scraper accepts it. The README's "Metrics to watch" says what each one means.
+    /// This server's counters, gauges and histograms in the Prometheus text exposition format 0.0.4, all named `ptr_…`: requests by route pattern and status, sessions, open streams, samples applied, ignored and refused, sample-to-stream and news fan-out latency, replay hits, misses and resets, coalesced events, refreshes, feed updates, upstream fetches, store errors and notification reconnects. Gzipped when the scraper accepts it. The manual's "Metrics to watch" (docs/deployment.md) says what each one means.
     ///
     /// - Remark: HTTP `GET /metrics`.
     /// - Remark: Generated from `#/paths//metrics/get`.
@@ -309,7 +309,7 @@ extension APIProtocol {
     }
     /// Metrics for Prometheus
     ///
-    /// This server's counters, gauges and histograms in the Prometheus text exposition format 0.0.4, all named `ptr_…`: requests by route pattern and status, sessions, open streams, samples applied, ignored and refused, sample-to-stream and news fan-out latency, replay hits, misses and resets, coalesced events, refreshes, feed updates, upstream fetches, store errors and notification reconnects. Gzipped when the scraper accepts it. The README's "Metrics to watch" says what each one means.
+    /// This server's counters, gauges and histograms in the Prometheus text exposition format 0.0.4, all named `ptr_…`: requests by route pattern and status, sessions, open streams, samples applied, ignored and refused, sample-to-stream and news fan-out latency, replay hits, misses and resets, coalesced events, refreshes, feed updates, upstream fetches, store errors and notification reconnects. Gzipped when the scraper accepts it. The manual's "Metrics to watch" (docs/deployment.md) says what each one means.
     ///
     /// - Remark: HTTP `GET /metrics`.
     /// - Remark: Generated from `#/paths//metrics/get`.

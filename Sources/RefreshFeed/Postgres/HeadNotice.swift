@@ -13,7 +13,7 @@ import RefreshJSON
 /// Older instances' forms are read too, for a rolling upgrade: `NAME HEAD ITEM` (the schema's
 /// v4 and v5) and `NAME HEAD` (v3), which say nothing of versions. An instance of v4 or v5
 /// reading the new form takes `VERSION …` for an item it cannot read and reads the head, as
-/// for a notice without one; one from before the feeds must not write at all (README,
+/// for a notice without one; one from before the feeds must not write at all (docs/many-instances.md,
 /// "Upgrading").
 struct HeadNotice: Equatable, Sendable {
     let feed: FeedName

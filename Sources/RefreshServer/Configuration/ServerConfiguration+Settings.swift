@@ -89,7 +89,7 @@ extension ServerConfiguration {
     /// sample a second never lets a sample through (the bucket holds one second's worth), a
     /// keepalive tick under a second makes an idle server spin, a head poll is a query.
     static let settings: [Setting] = [
-        .string("host", \.host, help: "Address to listen on. Beyond loopback, --publish-token or --disable-publishing is required."),
+        .string("host", \.host, help: "Address to listen on. Beyond loopback, --publish-token, --auth-key or --disable-publishing is required."),
         .int("port", \.port, 0...65535, help: "Port to listen on; 0 picks a free one (the URL is printed at start).", value: "number"),
         .string("public", \.publicDirectory, help: "Folder of the page and other static files.", value: "folder") { folder in
             var isFolder: ObjCBool = false
