@@ -231,7 +231,8 @@ enum PlainText {
         return false
     }
 
-    private static let blocks: Set<String> = [
+    /// HTML elements that break a line: text on either side of one is separate words.
+    static let blocks: Set<String> = [
         "p", "div", "br", "hr", "li", "ul", "ol", "dl", "dt", "dd", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre",
         "table", "tr", "td", "th", "thead", "tbody", "section", "article", "header", "footer", "figure", "figcaption", "img",
     ]

@@ -127,7 +127,7 @@ final class XMLFeedReader: NSObject, XMLParserDelegate {
         text = ""
         if var capture {
             // Inside a text construct: its elements are its markup.
-            if Self.blockElements.contains(name.lowercased()) { capture.text += " " }
+            if PlainText.blocks.contains(name.lowercased()) { capture.text += " " }
             self.capture = capture
             return
         }
@@ -183,7 +183,7 @@ final class XMLFeedReader: NSObject, XMLParserDelegate {
             if capture.depth == path.count {
                 if entry?.texts[capture.term] == nil { entry?.texts[capture.term] = read(capture) }
                 self.capture = nil
-            } else if Self.blockElements.contains(name.lowercased()) {
+            } else if PlainText.blocks.contains(name.lowercased()) {
                 self.capture?.text += " "
             }
             return
@@ -382,9 +382,4 @@ final class XMLFeedReader: NSObject, XMLParserDelegate {
         }
         return folded
     }
-
-    private static let blockElements: Set<String> = [
-        "p", "div", "br", "hr", "li", "ul", "ol", "dl", "dt", "dd", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre",
-        "table", "tr", "td", "th",
-    ]
 }
