@@ -206,4 +206,19 @@ import Testing
             #expect(try await second.ends(within: 30))
         }
     }
+
+    /// Each member's session ticks, but the connection needs one keepalive comment when it
+    /// is quiet, and no name before it: a comment is nothing of any session's.
+    @Test func aQuietSharedStreamSendsBareKeepalivesNotOneNamedPerSession() async throws {
+        try await TestServer.run(TestServer.configuration { $0.keepaliveInterval = .seconds(1) }) { server in
+            var sessions: [String] = []
+            for _ in 0..<4 { sessions.append(try await server.session()) }
+            let reader = try await server.stream("/api/events?" + sessions.map { "session=\($0)" }.joined(separator: "&"))
+            let shared = Shared(reader)
+            try await shared.read { Set($0.map(\.session)) == Set(sessions) }
+            var blocks: [SSE] = []
+            while blocks.filter({ $0.comment != nil }).count < 3 { blocks.append(try await reader.next()) }
+            #expect(blocks.allSatisfy { $0.comment != nil }, "\(blocks)")
+        }
+    }
 }

@@ -26,6 +26,9 @@ final class SharedConnectionStream: HTTPStream {
     private var lastWritten: Int?
     /// Members that ended and whose reader has not been told yet (the socket was full).
     private var endedUntold: [String] = []
+    /// When the stream last wrote: the keepalive tick of every member needs one comment on
+    /// the connection, not one per member.
+    private var lastWrite = ContinuousClock.now
     private let writer: StreamWriter
     private let metrics: ServerMetrics
 
@@ -78,12 +81,20 @@ final class SharedConnectionStream: HTTPStream {
             }
             members[index] = member
             guard let batch else { return }
+            if batch.keepalive {
+                // Nothing of the session's: no name before it, and none at all when the
+                // connection is not quiet.
+                guard ContinuousClock.now - lastWrite >= member.events.quietEnough else { return }
+                lastWrite = .now
+                return writer.write(batch.parts, of: self)
+            }
             var parts = batch.parts
             if lastWritten != index {
                 parts.insert(Self.naming(member.id), at: 0)
                 lastWritten = index
             }
             writer.write(parts, of: self)
+            lastWrite = .now
             if let arrived = replay.takeSampleArrival() { metrics.sampleWritten(arrived: arrived) }
             guard batch.more else { return }
             reason = .news
@@ -94,6 +105,7 @@ final class SharedConnectionStream: HTTPStream {
         while !endedUntold.isEmpty, writer.mayWrite(self) {
             writer.write([Self.ending(endedUntold.removeFirst())], of: self)
             lastWritten = nil
+            lastWrite = .now
         }
     }
 

@@ -11,7 +11,8 @@ struct EventStream {
     private var cursor: UInt64
     private let gzip: GzipStream?
     private var lastWrite: ContinuousClock.Instant
-    private let quietEnough: Duration
+    /// How long a stream stays quiet before the keepalive tick writes a comment.
+    let quietEnough: Duration
 
     /// The response head and the first chunk (the `retry:` line and the catch-up), or
     /// `nil` when the session ended meanwhile.
@@ -63,6 +64,8 @@ struct EventStream {
     struct Batch {
         var parts: [ByteBuffer]
         var more = false
+        /// Only a keepalive comment: nothing of the session's.
+        var keepalive = false
     }
 
     /// The batch a wake-up has to write, if any.
@@ -85,7 +88,7 @@ struct EventStream {
         cursor = answer.cursor
         if reason == .tick, ContinuousClock.now - lastWrite >= quietEnough {
             lastWrite = .now
-            return Batch(parts: [gzip == nil ? Self.keepaliveChunk : try chunk([Self.keepalive])])
+            return Batch(parts: [gzip == nil ? Self.keepaliveChunk : try chunk([Self.keepalive])], keepalive: true)
         }
         return nil
     }
