@@ -130,16 +130,20 @@ extension PostgresFeed {
         _ attempt: Attempt, _ body: @escaping @Sendable (PostgresConnection) async throws -> (UncertainCommit, FeedWrite)
     ) async throws -> FeedWrite {
         let sent = SentCommit()
-        let watchdog = CommitWatchdog()
-        defer { watchdog.cancel() }
         do {
-            return try await client.withTransaction(logger: logger) { [operationDeadline] connection in
-                try attempt.mayGoOn()
-                let outcome = try await body(connection)
-                try attempt.commit()
-                sent.value = outcome
-                watchdog.start(after: operationDeadline) { try? await connection.close() }
-                return outcome.1
+            return try await client.withConnection { [operationDeadline, logger] leased in
+                // Disarmed while the connection is still this write's: it never closes one the
+                // pool has handed to someone else.
+                let watchdog = CommitWatchdog()
+                defer { watchdog.disarm() }
+                return try await leased.withTransaction(logger: logger) { connection in
+                    try attempt.mayGoOn()
+                    let outcome = try await body(connection)
+                    try attempt.commit()
+                    sent.value = outcome
+                    watchdog.arm(after: operationDeadline) { try? await connection.close() }
+                    return outcome.1
+                }
             }
         } catch let error as PostgresTransactionError where error.commitError != nil {
             guard let sent = sent.value else { throw error }
@@ -163,20 +167,43 @@ extension PostgresFeed {
         }
     }
 
-    /// Closes a connection whose `COMMIT` has not been answered in time, unless cancelled first.
+    /// Closes a connection whose `COMMIT` has not been answered in time, unless disarmed
+    /// first: whichever of the two comes first decides, so a disarmed watchdog never acts.
     private final class CommitWatchdog: Sendable {
-        private let timer = Mutex<Task<Void, Never>?>(nil)
-
-        func start(after delay: Duration, _ action: @escaping @Sendable () async -> Void) {
-            let task = Task {
-                guard (try? await Task.sleep(for: delay)) != nil else { return }
-                await action()
-            }
-            timer.withLock { $0 = task }
+        private enum State {
+            case idle
+            case armed(Task<Void, Never>)
+            case done
         }
 
-        func cancel() {
-            timer.withLock { $0 }?.cancel()
+        private let state = Mutex(State.idle)
+
+        func arm(after delay: Duration, _ action: @escaping @Sendable () async -> Void) {
+            let task = Task {
+                guard (try? await Task.sleep(for: delay)) != nil, self.fire() else { return }
+                await action()
+            }
+            state.withLock { state in
+                if case .idle = state { state = .armed(task) } else { task.cancel() }
+            }
+        }
+
+        /// Whether the timer may act: it is the first to end the watch.
+        private func fire() -> Bool {
+            state.withLock { state in
+                guard case .armed = state else { return false }
+                state = .done
+                return true
+            }
+        }
+
+        func disarm() {
+            let timer = state.withLock { state -> Task<Void, Never>? in
+                defer { state = .done }
+                if case .armed(let task) = state { return task }
+                return nil
+            }
+            timer?.cancel()
         }
     }
 
