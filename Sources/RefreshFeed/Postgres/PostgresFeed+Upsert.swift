@@ -132,17 +132,23 @@ extension PostgresFeed {
         let sent = SentCommit()
         do {
             return try await client.withConnection { [operationDeadline, logger] leased in
-                // Disarmed while the connection is still this write's: it never closes one the
-                // pool has handed to someone else.
+                // Disarmed while the connection is still this write's, and once a close it began
+                // has ended: it never closes one the pool has handed to someone else.
                 let watchdog = CommitWatchdog()
-                defer { watchdog.disarm() }
-                return try await leased.withTransaction(logger: logger) { connection in
-                    try attempt.mayGoOn()
-                    let outcome = try await body(connection)
-                    try attempt.commit()
-                    sent.value = outcome
-                    watchdog.arm(after: operationDeadline) { try? await connection.close() }
-                    return outcome.1
+                do {
+                    let written = try await leased.withTransaction(logger: logger) { connection in
+                        try attempt.mayGoOn()
+                        let outcome = try await body(connection)
+                        try attempt.commit()
+                        sent.value = outcome
+                        watchdog.arm(after: operationDeadline) { try? await connection.close() }
+                        return outcome.1
+                    }
+                    await watchdog.disarm()
+                    return written
+                } catch {
+                    await watchdog.disarm()
+                    throw error
                 }
             }
         } catch let error as PostgresTransactionError where error.commitError != nil {
@@ -168,11 +174,13 @@ extension PostgresFeed {
     }
 
     /// Closes a connection whose `COMMIT` has not been answered in time, unless disarmed
-    /// first: whichever of the two comes first decides, so a disarmed watchdog never acts.
+    /// first: whichever of the two comes first decides, so a disarmed watchdog never acts, and
+    /// disarming one that acted waits for its close to end.
     private final class CommitWatchdog: Sendable {
         private enum State {
             case idle
             case armed(Task<Void, Never>)
+            case fired(Task<Void, Never>)
             case done
         }
 
@@ -191,19 +199,22 @@ extension PostgresFeed {
         /// Whether the timer may act: it is the first to end the watch.
         private func fire() -> Bool {
             state.withLock { state in
-                guard case .armed = state else { return false }
-                state = .done
+                guard case .armed(let task) = state else { return false }
+                state = .fired(task)
                 return true
             }
         }
 
-        func disarm() {
-            let timer = state.withLock { state -> Task<Void, Never>? in
+        func disarm() async {
+            let (pending, fired) = state.withLock { state -> (Task<Void, Never>?, Bool) in
                 defer { state = .done }
-                if case .armed(let task) = state { return task }
-                return nil
+                switch state {
+                case .armed(let task): return (task, false)
+                case .fired(let task): return (task, true)
+                case .idle, .done: return (nil, false)
+                }
             }
-            timer?.cancel()
+            if fired { await pending?.value } else { pending?.cancel() }
         }
     }
 
