@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import RefreshServer
@@ -29,6 +30,22 @@ import Testing
         let described = try Self.describedCodes()
         #expect(described.count >= 40)
         #expect(described == ErrorCode.allCases.map(\.rawValue))
+    }
+
+    /// The documented front answers some requests itself, in the same shape and with codes
+    /// of the same list.
+    @Test func theFrontsOwnAnswersUseListedCodes() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        var found = 0
+        for file in ["deploy/nginx.conf", "scripts/cluster"] {
+            let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            for part in text.components(separatedBy: #"{"error":""#).dropFirst() {
+                let code = String(part.prefix { $0 != "\"" })
+                #expect(ErrorCode(rawValue: code) != nil, "\(file) answers \(code), which ErrorCode does not list")
+                found += 1
+            }
+        }
+        #expect(found >= 8)
     }
 
     @Test func codesAreSnakeCaseAndEachIsSentWithAnErrorStatus() {

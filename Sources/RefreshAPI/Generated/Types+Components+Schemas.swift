@@ -37,7 +37,7 @@ extension Components {
         }
         /// - Remark: Generated from `#/components/schemas/Error`.
         package struct _Error: Codable, Hashable, Sendable {
-            /// A stable machine-readable code: clients branch on it, and a code never changes once published. Each is sent with one status (`http_error` with the status of the framework error it stands for).
+            /// A stable machine-readable code: clients branch on it, and a code never changes once published. Each is sent with one status (`http_error` with the status of the framework error it stands for); `forbidden` and `unavailable` come from the front in deploy/nginx.conf. A client should take a code it does not know as its status says: a later version may add codes.
             ///
             /// - Remark: Generated from `#/components/schemas/Error/error`.
             @frozen package enum _ErrorPayload: String, Codable, Hashable, Sendable, CaseIterable {
@@ -82,8 +82,10 @@ extension Components {
                 case notificationsUnavailable = "notifications_unavailable"
                 case httpError = "http_error"
                 case internalError = "internal_error"
+                case forbidden = "forbidden"
+                case unavailable = "unavailable"
             }
-            /// A stable machine-readable code: clients branch on it, and a code never changes once published. Each is sent with one status (`http_error` with the status of the framework error it stands for).
+            /// A stable machine-readable code: clients branch on it, and a code never changes once published. Each is sent with one status (`http_error` with the status of the framework error it stands for); `forbidden` and `unavailable` come from the front in deploy/nginx.conf. A client should take a code it does not know as its status says: a later version may add codes.
             ///
             /// - Remark: Generated from `#/components/schemas/Error/error`.
             package var error: Components.Schemas._Error._ErrorPayload
@@ -92,7 +94,7 @@ extension Components {
             /// Creates a new `_Error`.
             ///
             /// - Parameters:
-            ///   - error: A stable machine-readable code: clients branch on it, and a code never changes once published. Each is sent with one status (`http_error` with the status of the framework error it stands for).
+            ///   - error: A stable machine-readable code: clients branch on it, and a code never changes once published. Each is sent with one status (`http_error` with the status of the framework error it stands for); `forbidden` and `unavailable` come from the front in deploy/nginx.conf. A client should take a code it does not know as its status says: a later version may add codes.
             ///   - message:
             package init(
                 error: Components.Schemas._Error._ErrorPayload,

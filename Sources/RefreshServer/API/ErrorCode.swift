@@ -99,6 +99,12 @@ public enum ErrorCode: String, CaseIterable, Sendable, CustomStringConvertible {
     /// The server failed; the error is logged.
     case internalError = "internal_error"
 
+    // Sent by the front in `deploy/nginx.conf`, never by an instance.
+    /// The front serves this only to its own host (the metrics).
+    case forbidden
+    /// No instance behind the front answers.
+    case unavailable
+
     /// The code as it is written on the wire and in the logs.
     public var description: String { rawValue }
 
@@ -110,7 +116,7 @@ public enum ErrorCode: String, CaseIterable, Sendable, CustomStringConvertible {
             .invalidFeed, .invalidPath, .invalidPrecondition, .httpError:
             .badRequest
         case .unknownHost: .misdirectedRequest
-        case .crossOrigin, .insufficientScope, .publishingDisabled: .forbidden
+        case .crossOrigin, .insufficientScope, .publishingDisabled, .forbidden: .forbidden
         case .headTooLarge: .requestHeaderFieldsTooLarge
         case .bodyTooLarge: .contentTooLarge
         case .requestTimeout: .requestTimeout
@@ -125,7 +131,7 @@ public enum ErrorCode: String, CaseIterable, Sendable, CustomStringConvertible {
         case .refreshRunning, .editConflict: .conflict
         case .preconditionFailed: .preconditionFailed
         case .rateLimited, .tooManySamples, .tooManySessionsForClient: .tooManyRequests
-        case .tooManySessions, .storeUnavailable, .notificationsUnavailable: .serviceUnavailable
+        case .tooManySessions, .storeUnavailable, .notificationsUnavailable, .unavailable: .serviceUnavailable
         case .internalError: .internalServerError
         }
     }
