@@ -22,7 +22,9 @@ from pgproxy import CommitCutter
 
 PUBLISHES = pick(24, 600)  # per publisher
 PUBLISHERS = pick(2, 4)
-PATTERN = ["after", "pass", "before", "pass"] * 3 + ["silent", "pass"]
+# A silenced COMMIT costs its publisher the operation deadline (5 s): a few of them, not a
+# share that would grow with the full profile's thousands.
+PATTERN = ["after", "pass", "before", "pass"] * pick(3, 30) + ["silent", "pass"]
 
 
 def psql(url, sql):
@@ -107,7 +109,7 @@ with postgres() as (given, _, _):
     check("every publish is answered 201 or 503", set(statuses) <= {201, 503}, statuses)
     check("COMMITs were cut after being forwarded", counts["after"] >= pick(5, 50), counts)
     check("COMMITs were cut before being forwarded", counts["before"] >= pick(5, 50), counts)
-    check("COMMITs were forwarded and their answers never came", counts["silent"] >= pick(2, 20), counts)
+    check("COMMITs were forwarded and their answers never came", counts["silent"] >= pick(2, 10), counts)
     check("no publish answered 201 is missing", not acknowledged_missing, acknowledged_missing[:5])
     check("no publish answered 503 is stored", not refused_stored, refused_stored[:5])
     check("retrying with the answered ids stores each publish once", len(stored) == len(logical) == PUBLISHERS * PUBLISHES,
