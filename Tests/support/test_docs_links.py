@@ -15,8 +15,9 @@ def documents():
 
 
 def slug(heading):
-    """GitHub's anchor of a heading: lower case, markup and punctuation dropped, spaces as `-`."""
-    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    """GitHub's anchor of a heading: lower case, markup and punctuation but `-` and `_`
+    dropped, spaces as `-`."""
+    text = re.sub(r"[`*]", "", heading.strip().lower())
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
