@@ -28,6 +28,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "Tests" / "support"))
 from jwt_tokens import EcKey, Ed25519Key, HmacKey, RsaKey, mint  # noqa: E402
+from server import Server  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--count", type=int, default=1000)
@@ -41,12 +42,10 @@ keys["HS256"].write_secret(work / "hs.key")
 for name, kid in (("RS256", "rs"), ("ES256", "es"), ("EdDSA", "ed")):
     keys[name].write_pem(work / f"{kid}.pem")
 flags = [flag for kid in ("hs.key", "rs.pem", "es.pem", "ed.pem") for flag in ("--auth-key", str(work / kid))]
-process = subprocess.Popen(
-    [arguments.server, "--port", "0", "--database", ":memory:", "--log-level", "warning", "--public", str(ROOT / "Public"),
-     "--max-sessions", "100000", "--max-sessions-per-client", "100000", "--max-streams-per-client", "100000", *flags],
-    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-line = process.stdout.readline()
-port = int(re.search(r":(\d+)", line.rsplit("http://", 1)[1]).group(1))
+server = Server("--max-sessions", "100000", "--max-sessions-per-client", "100000", "--max-streams-per-client", "100000", *flags,
+                binary=arguments.server).start()
+process = server.process
+port = server.port
 ticks = os.sysconf("SC_CLK_TCK")
 
 
@@ -105,8 +104,7 @@ try:
         for kind in (kinds if round_ % 2 == 0 else list(reversed(kinds))):
             results[kind].append(measure(kind))
 finally:
-    process.terminate()
-    process.wait()
+    server.stop()
 
 rows = []
 base = {field: statistics.median(r[field] for r in results["none"]) for field in results["none"][0]}

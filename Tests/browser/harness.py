@@ -17,47 +17,24 @@ from selenium.webdriver.support.ui import WebDriverWait
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "Tests" / "support"))
 from client import free_port, request, request_json  # noqa: E402,F401  (the tests import them from here)
+from server import Server  # noqa: E402
 ARTIFACTS = pathlib.Path(os.environ.get("ARTIFACTS", ROOT / "artifacts"))
 BINARY = os.environ.get("REFRESH_SERVER", str(ROOT / ".build" / "debug" / "refresh-server"))
 
 
 @contextlib.contextmanager
 def running_server(*flags, port=0, database=":memory:", kill=False):
-    """A server with `flags` on `port` (a free one by default); yields its base URL. Its
-    output is read all along (a full pipe would stall it) and shown when it does not start.
-    With `kill`, it ends as a crash would (SIGKILL) rather than by SIGTERM."""
-    process = subprocess.Popen(
-        [BINARY, "--port", str(port), "--public", str(ROOT / "Public"), "--log-level", "warning",
-         "--database", database, *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output = []
-    bases = []
-    started = threading.Event()
-
-    def read():
-        for line in process.stdout:
-            output.append(line)
-            match = re.search(r"http://[0-9.:]+", line)
-            if match and not bases:
-                bases.append(match.group(0))
-                started.set()
-        started.set()  # it exited before saying where it listens
-
-    threading.Thread(target=read, daemon=True).start()
+    """A server with `flags` on `port` (a free one by default); yields its base URL. It is
+    shown with its output when it does not start. With `kill`, it ends as a crash would
+    (SIGKILL) rather than by SIGTERM."""
+    process = Server(*flags, binary=BINARY, database=database, port=port or None).start(timeout=20)
     try:
-        started.wait(20)
-        assert bases, "the server did not start:\n" + "".join(output[-20:])
-        yield bases[0]
+        yield process.base
     finally:
         if kill:
             process.kill()
         else:
-            process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
+            process.stop(timeout=5)
 
 
 def make_driver(width, height, reduced_motion=False, insecure=False, arguments=()):
