@@ -54,7 +54,7 @@ final class FeedRegistry: Sendable {
             let news = FeedNews(feed: feed, metrics: metrics)
             let services = Session.Services(
                 name: name, actions: ActionRunner(feed: feed, news: news, configuration: configuration, metrics: metrics), news: news,
-                feed: feed, pageSize: configuration.pageSize, metrics: metrics)
+                pageSize: configuration.pageSize, metrics: metrics)
             entries[name] = Entry(services: services, sessions: 1)
             return services
         }

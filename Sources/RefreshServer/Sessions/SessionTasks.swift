@@ -1,0 +1,60 @@
+import RefreshEngine
+import Synchronization
+
+/// The tasks a session started (its actions, its reads of the store), each under a key, so
+/// that the session can stop one action's, or every one when it ends. A task takes itself
+/// out when it returns; once closed, a task is stopped as it starts.
+final class SessionTasks: Sendable {
+    enum Key: Hashable, Sendable {
+        case action(ActionID)
+        /// The read of what changed in the window (one at a time).
+        case changes
+        /// Live mode's read of new items (one at a time).
+        case live
+    }
+
+    private struct State {
+        var running: [Key: (serial: UInt64, task: Task<Void, Never>)] = [:]
+        var serial: UInt64 = 0
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Runs `operation` under `key`. The task is created in this small lock of its own, so
+    /// its end, which takes the lock to leave, always finds it there.
+    func start(_ key: Key, _ operation: @escaping @Sendable () async -> Void) {
+        state.withLock { state in
+            state.serial += 1
+            let serial = state.serial
+            let task = Task {
+                await operation()
+                self.ended(key, serial: serial)
+            }
+            if state.closed { return task.cancel() }
+            state.running[key] = (serial, task)
+        }
+    }
+
+    func cancel(_ key: Key) {
+        state.withLock { $0.running.removeValue(forKey: key) }?.task.cancel()
+    }
+
+    /// Stops every task, and every one started from now on.
+    func close() {
+        let tasks = state.withLock { state in
+            state.closed = true
+            defer { state.running.removeAll() }
+            return state.running.values.map(\.task)
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    var count: Int { state.withLock { $0.running.count } }
+
+    private func ended(_ key: Key, serial: UInt64) {
+        state.withLock { state in
+            if state.running[key]?.serial == serial { state.running.removeValue(forKey: key) }
+        }
+    }
+}
