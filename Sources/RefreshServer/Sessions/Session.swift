@@ -164,9 +164,11 @@ public final class Session: Sendable, NewsListener {
         state.withLock { $0.machine.isIdle(since: deadline) }
     }
 
-    /// Stops its actions and closes its streams.
+    /// Stops its actions and closes its streams. Its tasks stop before this returns, even
+    /// when another caller is performing the work the end decided.
     func end() {
         step { $0.end() }?.fire()
+        tasks.close()
     }
 
     // MARK: - Performing
@@ -179,8 +181,9 @@ public final class Session: Sendable, NewsListener {
         var counts = SessionMachine.Counts()
         var work: [SessionMachine.Action] = []
         defer {
-            wakeup?.fire()
+            // Counted before the streams are woken: whoever sees an event sees it counted.
             if counts != SessionMachine.Counts() { services.metrics.count(counts) }
+            wakeup?.fire()
             if !work.isEmpty { perform(work) }
         }
         return try state.withLock { (state) throws(Failure) -> Result in
@@ -239,8 +242,9 @@ public final class Session: Sendable, NewsListener {
             }
         case .streamsOpened(let group):
             services.news.streamsOpened(group, of: self)
-            // What the head did before the hub knew this session is caught up on now.
-            step { $0.catchUp() }
+            // What the head did before the hub knew this session is caught up on, on the
+            // streams' loop once the stream that opened them has its cursor.
+            group.loop.execute { self.step { $0.catchUp() } }
         case .streamsClosed(let group):
             services.news.streamsClosed(group)
         case .stopAll:

@@ -25,7 +25,7 @@ extension SessionMachine {
 
     /// Tells the page of the newest head if it shows less.
     mutating func catchUpOnNews() {
-        guard config.news != .off, let shown = window.shown, news.position > shown, let head = news.head else { return }
+        guard newsMode != .off, let shown = window.shown, news.position > shown, let head = news.head else { return }
         let news = news
         announce(
             head, count: { news.count(after: $0, through: head.position) },
@@ -33,10 +33,10 @@ extension SessionMachine {
     }
 
     private mutating func announce(_ head: FeedHead, count: (FeedPosition) -> FeedPosition, payload: (FeedPosition) -> ByteBuffer) {
-        guard config.news != .off, !ended, let shown = window.shown, head.position > shown else { return }
+        guard newsMode != .off, !ended, let shown = window.shown, head.position > shown else { return }
         // The refresh running brings these items itself, and catches up on the rest when it ends.
         guard engine.runningJob?.kind != .refresh else { return }
-        if config.news == .live, engine.restsAtTop {
+        if newsMode == .live, engine.restsAtTop {
             switch live {
             case .running: return
             case .gaveUp(let position) where head.position <= position: break

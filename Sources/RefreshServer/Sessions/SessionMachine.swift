@@ -80,7 +80,8 @@ struct SessionMachine: Sendable {
         case gaveUp(at: FeedPosition)
     }
 
-    let config: RefreshConfig
+    /// How the page takes what the feed gains (the session's `config.news`).
+    let newsMode: RefreshConfig.NewsMode
     let news: any FeedHeadReading
     var engine: RefreshEngine
     var log: EventLog
@@ -110,7 +111,7 @@ struct SessionMachine: Sendable {
     var counts = Counts()
 
     init(config: RefreshConfig, news: any FeedHeadReading, log: EventLog, bucket: TokenBucket, now: ContinuousClock.Instant) {
-        self.config = config
+        self.newsMode = config.news
         self.news = news
         self.engine = RefreshEngine(config: config)
         self.log = log
@@ -144,7 +145,7 @@ struct SessionMachine: Sendable {
         perform(effects)
         if effects.state != nil { sampleArrival = now }
         // A live page that comes to rest at the top takes what it was told of meanwhile.
-        if config.news == .live, let shown = window.shown, case let head = news.position, head > shown,
+        if newsMode == .live, let shown = window.shown, case let head = news.position, head > shown,
             head > announced || engine.restsAtTop
         {
             catchUpOnNews()

@@ -21,19 +21,21 @@ final class SessionTasks: Sendable {
 
     private let state = Mutex(State())
 
-    /// Runs `operation` under `key`. The task is created in this small lock of its own, so
-    /// its end, which takes the lock to leave, always finds it there.
+    /// Runs `operation` under `key`, unless the tasks were closed. The task is created in
+    /// this small lock of its own, so its end, which takes the lock to leave, always finds it
+    /// there; one still under the same key (past its last step) is stopped.
     func start(_ key: Key, _ operation: @escaping @Sendable () async -> Void) {
-        state.withLock { state in
+        let replaced = state.withLock { state -> Task<Void, Never>? in
+            guard !state.closed else { return nil }
             state.serial += 1
             let serial = state.serial
             let task = Task {
                 await operation()
                 self.ended(key, serial: serial)
             }
-            if state.closed { return task.cancel() }
-            state.running[key] = (serial, task)
+            return state.running.updateValue((serial, task), forKey: key)?.task
         }
+        replaced?.cancel()
     }
 
     func cancel(_ key: Key) {
