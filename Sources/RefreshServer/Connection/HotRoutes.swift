@@ -243,8 +243,8 @@ final class HotRoutes: Sendable {
         proxies.client(peer: channel.remoteAddress, forwardedFor: head.headers["x-forwarded-for"])
     }
 
-    /// The JSON error answer, logged on one line like every refusal; anything but an
-    /// ``APIError`` is the server's fault, logged as it is and answered with a 500.
+    /// The JSON error answer, as every failure is answered
+    /// (``APIError/answering(_:method:path:requestID:logger:)``).
     ///
     /// Without a head there was no request to refuse, only bytes on a connection (a stalled
     /// or malformed head): that is logged at `debug`, so a flood of them cannot flood the log.
@@ -262,20 +262,13 @@ final class HotRoutes: Sendable {
     }
 
     private func refusalPayload(_ error: any Error, _ head: HTTPRequestHead?) -> JSONPayload {
-        let path = head.map { URI($0.uri).path } ?? "-"
-        let method = head?.method.rawValue ?? "-"
-        let refused: APIError
-        if let error = error as? APIError {
-            refused = error
-            if head != nil {
-                error.logRefusal(method: method, path: path, requestID: head?.headers.first(name: "x-request-id"), logger: logger)
-            } else {
-                logger.debug("refused a connection's bytes: \(error.status.code) \(error.code): \(error.message.escapedForLog)")
-            }
-        } else {
-            refused = APIError(.internalError, "The server failed; the error is logged.")
-            logger.error("\(method) \(path.escapedForLog) failed: \(String(describing: error).escapedForLog)")
+        if head == nil, let refused = error as? APIError {
+            logger.debug("refused a connection's bytes: \(refused.status.code) \(refused.code): \(refused.message.escapedForLog)")
+            return JSONResponse.errorPayload(refused, acceptsGzip: false)
         }
+        let refused = APIError.answering(
+            error, method: head?.method.rawValue ?? "-", path: head.map { URI($0.uri).path } ?? "-",
+            requestID: head?.headers.first(name: "x-request-id"), logger: logger)
         return JSONResponse.errorPayload(refused, acceptsGzip: head.map { Gzip.accepted(by: $0.headers) } ?? false)
     }
 }
