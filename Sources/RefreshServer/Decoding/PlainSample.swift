@@ -14,55 +14,33 @@ extension SampleDecoding {
         var reader = PlainReader(bytes: bytes)
         reader.skipSpace()
         guard reader.take(UInt8(ascii: "{")) else { return nil }
-        var seq: Int?
-        var y: Double?
-        var t: Double?
-        var phase: Sample.Phase?
-        var contentHeight: Double?
-        var viewportHeight: Double?
+        var draft = SampleDraft()
         var seen: UInt8 = 0
         repeat {
             reader.skipSpace()
-            guard let member = reader.member() else { return nil }
-            guard seen & member.rawValue == 0 else { return nil }
-            seen |= member.rawValue
+            guard let word = reader.word(), let field = SampleField(rawValue: word), seen & field.bit == 0 else { return nil }
+            seen |= field.bit
             reader.skipSpace()
             guard reader.take(UInt8(ascii: ":")) else { return nil }
             reader.skipSpace()
-            switch member {
+            switch field.value {
             case .phase:
-                guard let word = reader.word(), let value = Sample.Phase(rawValue: word) else { return nil }
-                phase = value
-            case .seq:
+                guard let word = reader.word(), let phase = Sample.Phase(rawValue: word) else { return nil }
+                draft.phase = phase
+            case .wholeNumber:
                 guard let number = reader.number(), number.rounded() == number, abs(number) <= JSONValue.largestExactInteger else { return nil }
-                seq = Int(number)
-            case .y, .t, .contentHeight, .viewportHeight:
+                draft.set(field, number)
+            case .number:
                 guard let number = reader.number() else { return nil }
-                switch member {
-                case .y: y = number
-                case .t: t = number
-                case .contentHeight: contentHeight = number
-                default: viewportHeight = number
-                }
+                draft.set(field, number)
             }
             reader.skipSpace()
         } while reader.take(UInt8(ascii: ","))
         guard reader.take(UInt8(ascii: "}")) else { return nil }
         reader.skipSpace()
-        guard reader.isAtEnd, let seq, let y else { return nil }
-        return try? ValidSample(
-            Sample(seq: seq, t: t ?? 0, y: y, phase: phase ?? .drag, contentHeight: contentHeight, viewportHeight: viewportHeight))
+        guard reader.isAtEnd, let sample = draft.sample else { return nil }
+        return try? ValidSample(sample)
     }
-}
-
-/// A sample's members, each a bit of the set already read.
-private enum PlainMember: UInt8 {
-    case seq = 1
-    case t = 2
-    case y = 4
-    case phase = 8
-    case contentHeight = 16
-    case viewportHeight = 32
 }
 
 /// The few JSON tokens a plain sample holds, over the body's bytes.
@@ -83,20 +61,6 @@ private struct PlainReader {
         guard current == byte else { return false }
         index += 1
         return true
-    }
-
-    /// A quoted member name, without escapes, that a sample has.
-    mutating func member() -> PlainMember? {
-        guard let word = word() else { return nil }
-        switch word {
-        case "seq": return .seq
-        case "t": return .t
-        case "y": return .y
-        case "phase": return .phase
-        case "contentHeight": return .contentHeight
-        case "viewportHeight": return .viewportHeight
-        default: return nil
-        }
     }
 
     /// A quoted string of ASCII letters only.

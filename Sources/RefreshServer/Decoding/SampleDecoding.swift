@@ -18,9 +18,6 @@ extension JSONFields where Refusal == APIError {
 
 enum SampleDecoding {
     /// One sample object, or `{"samples": [...]}`.
-    /// The members a sample has; any other is refused, as in every body the API reads.
-    static let sampleMembers: Set<String> = ["seq", "t", "y", "phase", "contentHeight", "viewportHeight"]
-
     static func decode(_ body: JSONValue, maxCount: Int) throws(APIError) -> [ValidSample] {
         let root = try JSONFields<APIError>(body, path: "")
         guard root.has("samples") else { return [try sample(body, path: "")] }
@@ -37,17 +34,22 @@ enum SampleDecoding {
         return samples
     }
 
+    /// One sample, read member by member as ``SampleField`` declares them; any other member is
+    /// refused, as in every body the API reads.
     static func sample(_ value: JSONValue, path: String) throws(APIError) -> ValidSample {
         let fields = try JSONFields<APIError>(value, path: path)
         // One lookup per member; the sorted search for the message only when one is unknown.
-        if fields.members.keys.contains(where: { !sampleMembers.contains($0) }) { try fields.rejectUnknown(sampleMembers) }
-        guard let seq = try fields.finiteInt("seq") else { throw .missing(fields.fieldPath("seq"), expected: "a whole number") }
-        guard let y = try fields.finiteDouble("y") else { throw .missing(fields.fieldPath("y"), expected: "a number") }
-        let phase = try fields.choice("phase", Sample.Phase.self) ?? .drag
-        let sample = Sample(
-            seq: seq, t: try fields.finiteDouble("t") ?? 0, y: y, phase: phase,
-            contentHeight: try fields.finiteDouble("contentHeight"),
-            viewportHeight: try fields.finiteDouble("viewportHeight"))
+        if fields.members.keys.contains(where: { SampleField(rawValue: $0) == nil }) { try fields.rejectUnknown(SampleField.names) }
+        var draft = SampleDraft()
+        for field in SampleField.allCases {
+            switch field.value {
+            case .wholeNumber: if let number = try fields.finiteInt(field.rawValue) { draft.set(field, Double(number)) }
+            case .number: if let number = try fields.finiteDouble(field.rawValue) { draft.set(field, number) }
+            case .phase: draft.phase = try fields.choice(field.rawValue, Sample.Phase.self)
+            }
+            if draft.missing == field, let expected = field.required { throw .missing(fields.fieldPath(field.rawValue), expected: expected) }
+        }
+        guard let sample = draft.sample else { throw .missing(fields.fieldPath("seq"), expected: "a whole number") }
         do {
             return try ValidSample(sample)
         } catch {
