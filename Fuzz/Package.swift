@@ -42,8 +42,7 @@ let package = Package(
             path: "Sources/FeedSubset",
             exclude: [
                 "RefreshFeed/Postgres",
-                "RefreshFeed/SQLiteFeed.swift",
-                "RefreshFeed/SQLiteLocation.swift",
+                "RefreshFeed/SQLite",
                 "RefreshFeed/Upstream",
             ],
             swiftSettings: instrumented

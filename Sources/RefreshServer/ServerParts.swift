@@ -28,7 +28,7 @@ struct ServerParts {
         self.feed = feeds.main
         sessions = SessionStore(feeds: feeds, limits: configuration)
         streams = StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient)
-        access = AccessControl(configuration: configuration, verifier: verifier, metrics: metrics)
+        access = AccessControl(configuration: configuration, verifier: verifier, refused: metrics.authRefused)
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger

@@ -16,7 +16,8 @@ import Testing
     private func answer(_ error: any Error) -> (APIError, [LogCapture.Record]) {
         let capture = LogCapture()
         let logger = Logger(label: "test") { _ in capture }
-        let answer = APIError.answering(error, method: "POST", path: "/api/sessions/s-1/refresh", requestID: "req-1", logger: logger)
+        let answer = APIError.answering(
+            error, method: "POST", path: "/api/sessions/s-1/refresh", session: "s-1", requestID: "req-1", logger: logger)
         return (answer, capture.records)
     }
 

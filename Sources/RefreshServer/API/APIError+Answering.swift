@@ -9,13 +9,13 @@ extension APIError {
     /// reached as the API's codes for them; anything else is the server's fault, a `500`
     /// logged as an error with what failed.
     static func answering(
-        _ error: any Error, method: some CustomStringConvertible, path: String, requestID: String?, logger: Logger
+        _ error: any Error, method: some CustomStringConvertible, path: String, session: String?, requestID: String?, logger: Logger
     ) -> APIError {
         guard let refused = APIError(client: error, method: method, path: path) else {
             logger.error("\(method) \(path.escapedForLog) failed: \(String(describing: error).escapedForLog)")
             return APIError(.internalError, "The server failed; the error is logged.")
         }
-        refused.logRefusal(method: method, path: path, requestID: requestID, logger: logger)
+        refused.logRefusal(method: method, path: path, session: session, requestID: requestID, logger: logger)
         return refused
     }
 

@@ -31,13 +31,13 @@ public struct APIError: Error, Sendable, Equatable {
     }
 
     /// One line per refused request, wherever it was answered, with the session's id as
-    /// metadata when the path names one.
+    /// metadata when the route named one (`session`).
     /// `requestID` is the request's `X-Request-ID` (a front such as nginx sets one, so its
     /// access log and this line can be matched); without one, a fresh id still tells this
     /// refusal's line from the others.
-    func logRefusal(method: some CustomStringConvertible, path: String, requestID: String?, logger: Logger) {
+    func logRefusal(method: some CustomStringConvertible, path: String, session: String?, requestID: String?, logger: Logger) {
         var metadata: Logger.Metadata = ["request": .string(RequestID.valid(requestID) ?? RequestID.make())]
-        if let session = RouteTable.session(in: path) {
+        if let session {
             metadata["session"] = .string(session.escapedForLog)
         }
         // The path and the message may hold what the client sent (a decoded `%0A`, an id from

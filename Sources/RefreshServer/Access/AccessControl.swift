@@ -15,18 +15,22 @@ struct AccessControl: Sendable {
     let publishToken: String?
     let publishingDisabled: Bool
     let listensOnLoopbackOnly: Bool
-    let metrics: ServerMetrics
+    /// Told of every refusal of a token, by its reason (the metrics count them).
+    let refused: @Sendable (AccessRefusal) -> Void
 
     /// The name of the cookie a page's token travels in: an `EventSource` sends no headers.
     static let cookieName = "ptr_token"
 
-    init(configuration: ServerConfiguration, verifier: TokenVerifier?, metrics: ServerMetrics) {
+    init(
+        verifier: TokenVerifier?, publicFeeds: [FeedPattern], publishToken: String?, publishingDisabled: Bool, listensOnLoopbackOnly: Bool,
+        refused: @escaping @Sendable (AccessRefusal) -> Void
+    ) {
         self.verifier = verifier
-        rules = FeedAccess(publicFeeds: configuration.publicFeedPatterns)
-        publishToken = configuration.publishToken
-        publishingDisabled = configuration.publishingDisabled
-        listensOnLoopbackOnly = configuration.listensOnLoopbackOnly
-        self.metrics = metrics
+        rules = FeedAccess(publicFeeds: publicFeeds)
+        self.publishToken = publishToken
+        self.publishingDisabled = publishingDisabled
+        self.listensOnLoopbackOnly = listensOnLoopbackOnly
+        self.refused = refused
     }
 
     /// What carries a request's credentials: its `Authorization` field and its cookies.
@@ -169,7 +173,7 @@ struct AccessControl: Sendable {
     }
 
     private func refused(_ reason: AccessRefusal) -> APIError {
-        metrics.authRefused(reason)
+        refused(reason)
         return reason.apiError
     }
 

@@ -3,9 +3,7 @@ import RefreshFeed
 
 /// What a finished refresh or load-more sends to its page.
 struct ActionResult: Sendable {
-    enum Op: String, Sendable {
-        case prepend, append
-    }
+    typealias Op = ItemsOperation
 
     var op: Op
     var items: [FeedItem]

@@ -244,7 +244,7 @@ final class HotRoutes: Sendable {
     }
 
     /// The JSON error answer, as every failure is answered
-    /// (``APIError/answering(_:method:path:requestID:logger:)``).
+    /// (``APIError/answering(_:method:path:session:requestID:logger:)``).
     ///
     /// Without a head there was no request to refuse, only bytes on a connection (a stalled
     /// or malformed head): that is logged at `debug`, so a flood of them cannot flood the log.
@@ -268,7 +268,8 @@ final class HotRoutes: Sendable {
         }
         let refused = APIError.answering(
             error, method: head?.method.rawValue ?? "-", path: head.map { URI($0.uri).path } ?? "-",
-            requestID: head?.headers.first(name: "x-request-id"), logger: logger)
+            session: head.flatMap { RouteTable.session(in: URI($0.uri).path) }, requestID: head?.headers.first(name: "x-request-id"),
+            logger: logger)
         return JSONResponse.errorPayload(refused, acceptsGzip: head.map { Gzip.accepted(by: $0.headers) } ?? false)
     }
 }

@@ -21,7 +21,7 @@ struct ReplayCache {
         var events: [ServerEvent]
         var cursor: UInt64
         /// The events' frames as one HTTP chunk, ready for the socket; `nil` when they are
-        /// more than a stream writes at once (``EventStream/maxBatchBytes``): a reader that
+        /// more than a stream writes at once (``ReplayCache/maxBatchBytes``): a reader that
         /// was stalled catches up batch by batch, and a chunk of it all would only be copied.
         var chunk: ByteBuffer?
         /// Superseded events left out (see ``Delivery``).
@@ -34,11 +34,17 @@ struct ReplayCache {
             self.events = events
             self.cursor = cursor
             let bytes = events.reduce(0) { $0 + $1.frame.readableBytes }
-            chunk = events.isEmpty || bytes > EventStream.maxBatchBytes ? nil : HTTPChunk.frame(events.map(\.frame))
+            chunk = events.isEmpty || bytes > ReplayCache.maxBatchBytes ? nil : HTTPChunk.frame(events.map(\.frame))
             self.coalesced = coalesced
             self.sampleArrival = sampleArrival
         }
     }
+
+    /// The most a stream writes at once, and the most a wake-up's shared chunk holds: a
+    /// reader that resumes after a long stall is sent its session's ring (up to
+    /// `--replay-buffer-bytes`) batch by batch as its socket drains, not in one write that
+    /// the server would hold for it, per stalled reader, until the client had read it all.
+    static let maxBatchBytes = 32 * 1024
 
     /// The events the wake-up brought, and the id they start after.
     private var announced: (from: UInt64, answer: Answer)?

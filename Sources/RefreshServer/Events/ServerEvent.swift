@@ -144,3 +144,9 @@ extension JSONWriter {
         endObject()
     }
 }
+
+/// Where an `items` event's items go in the page's list: above what it shows (a refresh,
+/// live news) or below (a load-more).
+enum ItemsOperation: String, Sendable {
+    case prepend, append
+}

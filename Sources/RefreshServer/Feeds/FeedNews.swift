@@ -351,7 +351,7 @@ struct LiveRead: Sendable {
 
     init(page: FeedPage) {
         self.page = page
-        let op = ActionResult.Op.prepend.rawValue
+        let op = ItemsOperation.prepend.rawValue
         more = EventData.items(action: nil, op: op, items: page.items, hasMore: true, head: page.head, version: page.version)
         noMore = EventData.items(action: nil, op: op, items: page.items, hasMore: false, head: page.head, version: page.version)
     }

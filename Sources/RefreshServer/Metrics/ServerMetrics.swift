@@ -103,8 +103,8 @@ public final class ServerMetrics: Sendable {
             Dictionary(uniqueKeysWithValues: keys.map { ($0, counter(name, help, [(label, $0.rawValue)])) })
         }
 
-        let samples = RequestKey(route: RouteTable.Pattern.samples.description, status: 200)
-        let events = RequestKey(route: RouteTable.Pattern.events.description, status: 200)
+        let samples = RequestKey(route: APIPattern.samples.description, status: 200)
+        let events = RequestKey(route: APIPattern.events.description, status: 200)
         samplesAnswered = Self.requestCounter(samples, registry: registry, factory: factory)
         streamsOpened = Self.requestCounter(events, registry: registry, factory: factory)
         requests = Mutex([samples: samplesAnswered, events: streamsOpened])
@@ -202,7 +202,7 @@ public final class ServerMetrics: Sendable {
 
     // MARK: - Requests
 
-    /// A request answered, under its route's pattern (``RouteTable/pattern(_:)``).
+    /// A request answered, under its route's pattern (the route table's, or an ``APIPattern``).
     func requestAnswered(route: String, status: Int) {
         let key = RequestKey(route: route, status: status)
         let counter = requests.withLock { requests in

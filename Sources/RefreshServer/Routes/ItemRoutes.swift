@@ -103,7 +103,8 @@ struct ItemRoutes: Sendable {
     /// stores each item once, whatever became of this attempt.
     private func unavailable(_ error: FeedStoreUnavailable, items: [FeedItem], request: Request, context: Context) -> Response {
         let refusal = APIError(.storeUnavailable, "\(error).", retryAfter: 5)
-        refusal.logRefusal(method: request.method, path: request.uri.path, requestID: request.headers[.xRequestID], logger: context.logger)
+        refusal.logRefusal(
+            method: request.method, path: request.uri.path, session: nil, requestID: request.headers[.xRequestID], logger: context.logger)
         return JSONResponse.make(.serviceUnavailable, request: request, headers: [.retryAfter: "5"]) { json in
             json.beginObject()
             json.field("error", refusal.code.rawValue)

@@ -61,17 +61,7 @@ enum RouteTable {
     /// The parameter that names a session in every pattern that has one.
     static let sessionParameter = "id"
 
-    /// The patterns the hot requests are counted under, and the names of what no route is.
-    enum Pattern {
-        static let samples: RoutePattern = "/api/sessions/{id}/samples"
-        static let events: RoutePattern = "/api/sessions/{id}/events"
-        /// The stream several sessions share; its sessions are in the query.
-        static let sharedEvents: RoutePattern = "/api/events"
-        /// A file of `Public/` that exists.
-        static let staticFile = "static"
-        /// Any path the server has nothing at.
-        static let other = "other"
-    }
+    typealias Pattern = APIPattern
 
     /// Which part of the server answers a request, decided from its method and target alone,
     /// before its body is read: the two requests on the gesture's path are answered on the

@@ -53,11 +53,8 @@ struct EventStream {
         return headers
     }
 
-    /// The most a stream writes at once, and the most a wake-up's shared chunk holds: a
-    /// reader that resumes after a long stall is sent its session's ring (up to
-    /// `--replay-buffer-bytes`) batch by batch as its socket drains, not in one write that
-    /// the server would hold for it, per stalled reader, until the client had read it all.
-    static let maxBatchBytes = 32 * 1024
+    /// The most a stream writes at once (``ReplayCache/maxBatchBytes``).
+    static let maxBatchBytes = ReplayCache.maxBatchBytes
 
     /// What a wake-up writes: the buffers of one HTTP chunk, in order. `more`: events are
     /// left for the next batch, to be written once the socket has taken this one.

@@ -1,3 +1,12 @@
+extension AccessControl {
+    /// The rules the configuration sets, each refusal told to `refused`.
+    init(configuration: ServerConfiguration, verifier: TokenVerifier?, refused: @escaping @Sendable (AccessRefusal) -> Void) {
+        self.init(
+            verifier: verifier, publicFeeds: configuration.publicFeedPatterns, publishToken: configuration.publishToken,
+            publishingDisabled: configuration.publishingDisabled, listensOnLoopbackOnly: configuration.listensOnLoopbackOnly, refused: refused)
+    }
+}
+
 extension ServerConfiguration {
     /// The verifier of ``authKeys``' tokens; `nil` without keys. A key that cannot verify
     /// stops the start, named with its setting.

@@ -1,6 +1,6 @@
 import Hummingbird
 
-/// Answers every failure of a routed request as ``APIError/answering(_:method:path:requestID:logger:)``
+/// Answers every failure of a routed request as ``APIError/answering(_:method:path:session:requestID:logger:)``
 /// says, in the API's JSON error shape; a cancelled request stays cancelled.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -10,7 +10,8 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             throw CancellationError()
         } catch {
             let refused = APIError.answering(
-                error, method: request.method, path: request.uri.path, requestID: request.headers[.xRequestID], logger: context.logger)
+                error, method: request.method, path: request.uri.path, session: RouteTable.session(in: request.uri.path),
+                requestID: request.headers[.xRequestID], logger: context.logger)
             return JSONResponse.error(refused, request: request)
         }
     }
