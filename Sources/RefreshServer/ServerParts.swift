@@ -24,9 +24,9 @@ struct ServerParts {
         feed: any FeedSource, configuration: ServerConfiguration, verifier: TokenVerifier? = nil, metrics: ServerMetrics = ServerMetrics(),
         logger: Logger = Logger(label: "refresh-server")
     ) {
-        feeds = FeedRegistry(feed: feed, configuration: configuration, metrics: metrics)
+        feeds = FeedRegistry(feed: feed, settings: configuration.sessionSettings, metrics: metrics)
         self.feed = feeds.main
-        sessions = SessionStore(feeds: feeds, limits: configuration)
+        sessions = SessionStore(feeds: feeds, limits: configuration.sessionSettings)
         streams = StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient)
         access = AccessControl(configuration: configuration, verifier: verifier, refused: metrics.authRefused)
         self.configuration = configuration

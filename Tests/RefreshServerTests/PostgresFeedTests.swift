@@ -415,7 +415,7 @@ struct PostgresFeedTests {
     /// proxy's, for faults), with a heartbeat short enough for a test; and `main`'s news.
     private static func listening(through url: String) throws -> (FeedNews, HeadListener) {
         let reader = try TestPostgres.feed(url: url)
-        let feeds = FeedRegistry(feed: reader, configuration: ServerConfiguration(), metrics: ServerMetrics())
+        let feeds = FeedRegistry(feed: reader, settings: ServerConfiguration().sessionSettings, metrics: ServerMetrics())
         let news = try feeds.join(.main).news
         let listener = HeadListener(
             feed: reader, news: feeds, pollInterval: .seconds(600), heartbeat: .milliseconds(300), logger: TestPostgres.logger)
@@ -436,7 +436,7 @@ struct PostgresFeedTests {
     /// A listener for a server with a session on `main`, and that feed's news.
     private func listening(url: String, poll: Duration) throws -> (PostgresFeed, FeedNews, HeadListener) {
         let feed = try TestPostgres.feed(url: url)
-        let feeds = FeedRegistry(feed: feed, configuration: ServerConfiguration(), metrics: ServerMetrics())
+        let feeds = FeedRegistry(feed: feed, settings: ServerConfiguration().sessionSettings, metrics: ServerMetrics())
         let news = try feeds.join(.main).news
         return (feed, news, HeadListener(feed: feed, news: feeds, pollInterval: poll, logger: TestPostgres.logger))
     }

@@ -46,14 +46,24 @@ struct ActionRunner: Sendable {
     let minimumDuration: Duration
     let metrics: ServerMetrics
 
-    init(feed: any FeedSource, news: FeedNews, configuration: ServerConfiguration, metrics: ServerMetrics) {
+    /// What the actions are given of the server's configuration.
+    struct Settings: Sendable {
+        /// Items a refresh or a load-more brings at most.
+        var pageSize: Int
+        /// An action running longer is stopped and fails.
+        var timeout: Duration
+        /// A refresh holds its indicator at least this long.
+        var minimumDuration: Duration
+    }
+
+    init(feed: any FeedSource, news: FeedNews, settings: Settings, metrics: ServerMetrics) {
         self.feed = feed
         self.news = news
         self.metrics = metrics
         self.sharedUpdate = SharedUpdate(source: feed, metrics: metrics)
-        self.pageSize = configuration.pageSize
-        self.timeout = configuration.actionTimeout
-        self.minimumDuration = configuration.minimumActionDuration
+        self.pageSize = settings.pageSize
+        self.timeout = settings.timeout
+        self.minimumDuration = settings.minimumDuration
     }
 
     private struct TimedOut: Error {}

@@ -25,6 +25,8 @@ final class HotRoutes: Sendable {
     let configuration: ServerConfiguration
     /// The part of ``configuration`` the connection reads.
     let http: HTTPConfiguration
+    /// The part the streams it opens read.
+    let sessionSettings: SessionSettings
     /// Which hosts are answered, which requests may change state, which origins get CORS.
     let policy: RequestPolicy
     let logger: Logger
@@ -42,6 +44,7 @@ final class HotRoutes: Sendable {
         self.proxies = proxies
         self.configuration = configuration
         http = configuration.http
+        sessionSettings = configuration.sessionSettings
         policy = RequestPolicy(http)
         self.logger = logger
         self.metrics = metrics
@@ -111,14 +114,14 @@ final class HotRoutes: Sendable {
             guard let ticket = streams.admit(client(of: head, channel: channel)) else {
                 logger.notice("told a stream of session \(id.escapedForLog) to come back later: too many streams")
                 metrics.streamShed()
-                return .overloaded(EventStream.overloadAnswer(configuration))
+                return .overloaded(EventStream.overloadAnswer(sessionSettings))
             }
             let stream = ConnectionStream(writer: writer, metrics: metrics)
             guard
                 let (events, response, opening) = try EventStream.open(
                     session: session, listener: StreamListener(stream), ticket: ticket, lastEventID: lastEventID,
                     gzip: Gzip.accepted(by: head.headers), closesAfter: expires.map { AccessToken.streamLife(until: $0) },
-                    configuration: configuration)
+                    settings: sessionSettings)
             else { throw APIError.sessionNotFound(id) }
             metrics.streamOpened()
             var bytes = channel.allocator.buffer(capacity: 256 + opening.readableBytes)
@@ -155,7 +158,7 @@ final class HotRoutes: Sendable {
             guard let ticket = streams.admit(client(of: head, channel: channel)) else {
                 logger.notice("told a stream of \(wanted.count) sessions to come back later: too many streams")
                 metrics.streamShed()
-                return .overloaded(EventStream.overloadAnswer(configuration))
+                return .overloaded(EventStream.overloadAnswer(sessionSettings))
             }
             let stream = SharedConnectionStream(writer: writer, metrics: metrics)
             var body = ByteBuffer()
@@ -166,7 +169,7 @@ final class HotRoutes: Sendable {
                         session: session, listener: SharedStreamListener(stream, member: index), ticket: ticket, lastEventID: lastEventID,
                         // Every member ends the stream by the soonest expiry: one that leaves early takes its timer along.
                         gzip: false, closesAfter: soonest.map { AccessToken.streamLife(until: $0) },
-                        configuration: configuration)
+                        settings: sessionSettings)
                 else { throw APIError.sessionNotFound(session.id) }
                 stream.join(session.id, events)
                 body.writeImmutableBuffer(SharedConnectionStream.naming(session.id))

@@ -22,7 +22,7 @@ struct EventStream {
     /// token and resumes where it was.
     static func open(
         session: Session, listener: any EventListener, ticket: StreamGate.Ticket, lastEventID: UInt64?, gzip: Bool,
-        closesAfter: TimeAmount? = nil, configuration: ServerConfiguration
+        closesAfter: TimeAmount? = nil, settings: SessionSettings
     ) throws -> (stream: EventStream, head: HTTPResponse, opening: ByteBuffer)? {
         let gzip = try gzip ? GzipStream() : nil
         guard let (initial, cursor) = session.subscribe(listener, lastEventID: lastEventID, now: .now) else { return nil }
@@ -33,8 +33,8 @@ struct EventStream {
             subscription: subscription, cursor: cursor, gzip: gzip,
             // A wake with nothing new is the keepalive tick; only a stream quiet for at
             // least half the interval needs a comment.
-            lastWrite: .now, quietEnough: configuration.keepaliveInterval / 2)
-        let retry = ByteBuffer(string: "retry: \(Self.jitteredRetry(configuration, overloaded: false))\n\n")
+            lastWrite: .now, quietEnough: settings.keepaliveInterval / 2)
+        let retry = ByteBuffer(string: "retry: \(Self.jitteredRetry(settings, overloaded: false))\n\n")
         let opening = try stream.chunk([retry] + initial.map(\.frame))
         return (stream, HTTPResponse(status: .ok, headerFields: headers), opening)
     }
@@ -135,16 +135,16 @@ struct EventStream {
     /// The `retry:` a stream is told: between the configured delay and twice it, so pages
     /// that lose the server at the same instant come back spread out; a stream refused for
     /// overload waits longer, between twice and six times it.
-    static func jitteredRetry(_ configuration: ServerConfiguration, overloaded: Bool) -> Int {
-        let base = max(1, configuration.reconnectDelayMilliseconds)
+    static func jitteredRetry(_ settings: SessionSettings, overloaded: Bool) -> Int {
+        let base = max(1, settings.reconnectDelayMilliseconds)
         return overloaded ? Int.random(in: 2 * base...6 * base) : Int.random(in: base...2 * base)
     }
 
     /// The complete answer to a stream the server cannot take now: `200` (any other status
     /// would close a browser's `EventSource` for good), a jittered `retry:` and nothing else;
     /// then the connection closes and the browser comes back later by itself.
-    static func overloadAnswer(_ configuration: ServerConfiguration) -> JSONPayload {
-        let body = ByteBuffer(string: ": the server is busy; come back later\nretry: \(jitteredRetry(configuration, overloaded: true))\n\n")
+    static func overloadAnswer(_ settings: SessionSettings) -> JSONPayload {
+        let body = ByteBuffer(string: ": the server is busy; come back later\nretry: \(jitteredRetry(settings, overloaded: true))\n\n")
         let headers: HTTPFields = [
             .contentType: "text/event-stream; charset=utf-8",
             .cacheControl: "no-store",

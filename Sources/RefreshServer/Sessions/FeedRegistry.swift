@@ -17,18 +17,18 @@ final class FeedRegistry: Sendable {
     private let store: any FeedStore
     /// A server built over one ``FeedSource`` rather than a store holds `main` alone.
     private let holdsOnlyMain: Bool
-    private let configuration: ServerConfiguration
+    private let settings: SessionSettings
     let metrics: ServerMetrics
     /// The feed `/api/items` and `/readyz` read, always held.
     let main: any FeedSource
 
     /// `feed`: a ``FeedStore`` serves every feed; any other source is the feed `main`, and a
     /// server over it refuses other names.
-    init(feed: any FeedSource, configuration: ServerConfiguration, metrics: ServerMetrics) {
+    init(feed: any FeedSource, settings: SessionSettings, metrics: ServerMetrics) {
         let store = feed as? any FeedStore
         self.store = store ?? OneFeed(main: feed)
         holdsOnlyMain = store == nil
-        self.configuration = configuration
+        self.settings = settings
         self.metrics = metrics
         main = MeteredFeed(store?.feed(.main) ?? feed, metrics: metrics)
     }
@@ -53,8 +53,8 @@ final class FeedRegistry: Sendable {
             }
             let news = FeedNews(feed: feed, metrics: metrics)
             let services = Session.Services(
-                name: name, actions: ActionRunner(feed: feed, news: news, configuration: configuration, metrics: metrics), news: news,
-                pageSize: configuration.pageSize, metrics: metrics)
+                name: name, actions: ActionRunner(feed: feed, news: news, settings: settings.actions, metrics: metrics), news: news,
+                pageSize: settings.pageSize, metrics: metrics)
             entries[name] = Entry(services: services, sessions: 1)
             return services
         }

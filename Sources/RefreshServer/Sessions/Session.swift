@@ -36,7 +36,7 @@ public final class Session: Sendable, NewsListener {
     private let tasks = SessionTasks()
 
     init(
-        id: String, config: RefreshConfig, client: String, owner: SessionOwner? = nil, services: Services, limits: ServerConfiguration,
+        id: String, config: RefreshConfig, client: String, owner: SessionOwner? = nil, services: Services, limits: SessionSettings,
         now: ContinuousClock.Instant
     ) {
         self.id = id

@@ -21,9 +21,9 @@ public final class SessionStore: Sendable {
     private let registry = Mutex(Registry())
     /// Where a session gets what its feed's sessions share; told when it ends.
     private let feeds: FeedRegistry
-    private let limits: ServerConfiguration
+    private let limits: SessionSettings
 
-    init(feeds: FeedRegistry, limits: ServerConfiguration) {
+    init(feeds: FeedRegistry, limits: SessionSettings) {
         self.feeds = feeds
         self.limits = limits
     }
