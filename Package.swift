@@ -193,10 +193,20 @@ let package = Package(
                 "RefreshHTTP", server("NIOCore", "swift-nio"), server("NIOEmbedded", "swift-nio"), server("NIOHTTP1", "swift-nio"),
                 server("NIOPosix", "swift-nio"),
             ]),
+        // The server on a free port as both live suites start it, and asked over HTTP.
+        .target(
+            name: "RefreshServerTesting",
+            dependencies: [
+                "RefreshServer", "RefreshFeed", server("Logging", "swift-log"), server("AsyncHTTPClient", "async-http-client"),
+                server("NIOCore", "swift-nio"), server("NIOHTTP1", "swift-nio"),
+            ],
+            path: "Tests/RefreshServerTesting"
+        ),
         .testTarget(
             name: "RefreshServerTests",
             dependencies: [
                 "RefreshServer",
+                "RefreshServerTesting",
                 "RefreshFeed",
                 "RefreshHTTP",
                 "RefreshJSON",
@@ -229,6 +239,7 @@ let package = Package(
                 "RefreshClient",
                 "RefreshEngine",
                 "RefreshServer",
+                "RefreshServerTesting",
                 server("OpenAPIAsyncHTTPClient", "swift-openapi-async-http-client"),
                 server("AsyncHTTPClient", "async-http-client"),
                 server("NIOCore", "swift-nio"),

@@ -6,57 +6,38 @@ import OpenAPIAsyncHTTPClient
 import RefreshClient
 import RefreshEngine
 import RefreshServer
+import RefreshServerTesting
 import Synchronization
 
-/// The real server, built through its public API on an ephemeral port, with the client
-/// speaking to it over HTTP.
+/// The real server (``ServerUnderTest``) with the client speaking to it over HTTP.
 final class LiveServer: Sendable {
-    let port: Int
-    private let stopper: @Sendable () async -> Void
-    private let running: Task<Void, any Error>
+    let server: ServerUnderTest
+    var port: Int { server.port }
+    var url: URL { URL(string: server.base)! }
 
-    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
-
-    private init(port: Int, stopper: @escaping @Sendable () async -> Void, running: Task<Void, any Error>) {
-        self.port = port
-        self.stopper = stopper
-        self.running = running
+    private init(_ server: ServerUnderTest) {
+        self.server = server
     }
 
     static func configuration(_ adjust: (inout ServerConfiguration) -> Void = { _ in }) -> ServerConfiguration {
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        configuration.minimumActionDuration = .zero
-        configuration.database = ":memory:"
-        configuration.publicDirectory = publicDirectory
-        // Streams cut by a test come back at once rather than after the browser's second.
-        configuration.reconnectDelayMilliseconds = 20
-        configuration.shutdownDrainTimeout = .milliseconds(200)
-        configuration.lingerTimeout = .milliseconds(100)
-        adjust(&configuration)
-        return configuration
+        ServerUnderTest.configuration { configuration in
+            // Streams cut by a test come back at once rather than after the browser's second.
+            configuration.reconnectDelayMilliseconds = 20
+            configuration.shutdownDrainTimeout = .milliseconds(200)
+            configuration.lingerTimeout = .milliseconds(100)
+            adjust(&configuration)
+        }
     }
 
-    static var publicDirectory: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Public").path
-    }
+    static var publicDirectory: String { ServerUnderTest.publicDirectory }
 
     static func start(_ configuration: ServerConfiguration = configuration()) async throws -> LiveServer {
-        var logger = Logger(label: "refresh-server")
-        logger.logLevel = .critical
-        let (ports, portFound) = AsyncStream<Int>.makeStream()
-        let app = try await RefreshApplication.build(configuration: configuration, logger: logger) { portFound.yield($0) }
-        let running = Task { try await app.run() }
-        let port = try await within(60, "the server to listen") { await ports.first { _ in true } }
-        guard let port else { throw TestFailure("the server never listened") }
-        return LiveServer(port: port, stopper: { await app.triggerGracefulShutdown() }, running: running)
+        LiveServer(try await ServerUnderTest.start(configuration))
     }
 
     /// Stops it as SIGTERM would, and waits until it has.
     func stop() async throws {
-        await stopper()
-        try await within(60, "the server to stop") { try await self.running.value }
+        try await within(60, "the server to stop") { try await self.server.stop() }
     }
 
     /// Runs a server around `body`, stopped after it whatever happens.
@@ -81,16 +62,8 @@ final class LiveServer: Sendable {
 
     /// `GET path`, or `POST path` (with `body` when given), straight to the server.
     func json(_ path: String, post: Bool = false, body: String? = nil) async throws -> (status: Int, json: [String: Any]) {
-        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
-        if post { request.method = .POST }
-        if let body {
-            request.body = .bytes(ByteBuffer(string: body))
-            request.headers.add(name: "Content-Type", value: "application/json")
-        }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-        let bytes = try await response.body.collect(upTo: 1 << 20)
-        let json = (try? JSONSerialization.jsonObject(with: Data(bytes.readableBytesView))) as? [String: Any] ?? [:]
-        return (Int(response.status.code), json)
+        let reply = try await server.request(post ? .POST : .GET, path, body: body)
+        return (reply.status, reply.json)
     }
 
     /// The session as the server holds it (`GET /api/sessions/{id}`).
@@ -107,11 +80,6 @@ final class LiveServer: Sendable {
     func stateSeq(_ id: String) async throws -> Int? {
         (try await session(id)["state"] as? [String: Any])?["seq"] as? Int
     }
-}
-
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// Runs `body`, failing with what was awaited if it takes longer than `seconds`: a test
@@ -231,3 +199,6 @@ extension SessionEvent {
         return nil
     }
 }
+
+/// A test's own failure, said in words (every file of the suite names it).
+typealias TestFailure = RefreshServerTesting.TestFailure

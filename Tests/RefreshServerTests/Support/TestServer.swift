@@ -4,35 +4,28 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOHTTP1
+import RefreshServerTesting
 
 @testable import RefreshFeed
 @testable import RefreshServer
 
-/// A server on an ephemeral port, spoken to over real HTTP with AsyncHTTPClient so event
-/// streams can be read as they arrive.
+/// A server on an ephemeral port (``ServerUnderTest``), spoken to over real HTTP with
+/// AsyncHTTPClient so event streams can be read as they arrive.
 struct TestServer {
-    let base: String
+    let server: ServerUnderTest
+    var base: String { server.base }
 
     /// Leaves bodies as the server sent them (the shared client inflates gzip itself).
-    static let client = HTTPClient(
-        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-        configuration: .init(redirectConfiguration: .disallow, decompression: .disabled))
+    static var client: HTTPClient { ServerUnderTest.client }
+
+    typealias Reply = ServerUnderTest.Reply
 
     static func configuration(_ adjust: (inout ServerConfiguration) -> Void = { _ in }) -> ServerConfiguration {
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        configuration.minimumActionDuration = .zero
-        configuration.database = ":memory:"
-        configuration.publicDirectory = TestServer.publicDirectory
-        adjust(&configuration)
-        return configuration
+        ServerUnderTest.configuration(adjust)
     }
 
     /// The repository's own `Public/`, so static-file tests serve the real page.
-    static var publicDirectory: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Public").path
-    }
+    static var publicDirectory: String { ServerUnderTest.publicDirectory }
 
     /// Runs the server on a free port around `body`, then stops it gracefully, as SIGTERM would.
     static func run(
@@ -40,43 +33,11 @@ struct TestServer {
         logger: Logger = Logger(label: "refresh-server"),
         _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
-        let (ports, portFound) = AsyncStream<Int>.makeStream()
-        let app = try await RefreshApplication.build(configuration: configuration, feed: feed, logger: logger) { portFound.yield($0) }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.run() }
-            var outcome: Result<Void, any Error> = .success(())
-            if let port = await ports.first(where: { _ in true }) {
-                do { try await body(TestServer(base: "http://127.0.0.1:\(port)")) } catch { outcome = .failure(error) }
-            } else {
-                outcome = .failure(TestFailure("the server never listened"))
-            }
-            await app.triggerGracefulShutdown()
-            try await group.waitForAll()
-            try outcome.get()
-        }
-    }
-
-    struct Reply: Sendable {
-        let status: Int
-        let headers: HTTPHeaders
-        let body: Data
-
-        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
-        var text: String { String(decoding: body, as: UTF8.self) }
+        try await ServerUnderTest.run(configuration, feed: feed, logger: logger) { try await body(TestServer(server: $0)) }
     }
 
     func request(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = []) async throws -> Reply {
-        var request = HTTPClientRequest(url: base + path)
-        request.method = method
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        if let body {
-            request.body = .bytes(ByteBuffer(string: body))
-            // The API takes JSON bodies only; a test of another type says so in `headers`.
-            if !request.headers.contains(name: "Content-Type") { request.headers.add(name: "Content-Type", value: "application/json") }
-        }
-        let response = try await TestServer.client.execute(request, timeout: .seconds(60))
-        let bytes = try await response.body.collect(upTo: 16 * 1024 * 1024)
-        return Reply(status: Int(response.status.code), headers: response.headers, body: Data(bytes.readableBytesView))
+        try await server.request(method, path, body: body, headers: headers)
     }
 
     func post(_ path: String, _ body: String? = nil, headers: [(String, String)] = []) async throws -> Reply {
@@ -137,7 +98,5 @@ struct TestServer {
     }
 }
 
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
+/// A test's own failure, said in words (every file of the suite names it).
+typealias TestFailure = RefreshServerTesting.TestFailure
