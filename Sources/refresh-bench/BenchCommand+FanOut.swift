@@ -5,7 +5,7 @@ import NIOCore
 
 /// F: one batch of items → the `items` event on every stream of one session.
 extension BenchCommand {
-    func fanOut(_ server: any Target, into result: inout [String: Any]) async throws {
+    func fanOut(_ server: any Target, into result: inout Figures) async throws {
         var perStream = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
         var lastTimes: [Double] = []
         let board = ArrivalBoard()

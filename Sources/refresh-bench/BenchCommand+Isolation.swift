@@ -11,7 +11,7 @@ extension BenchCommand {
     /// and the same publishes are timed again. A publish costs only its own feed's sessions
     /// when the two halves agree. The crowd must hear nothing: a `news` on any of its streams
     /// breaks the run (non-zero exit, after the figures).
-    func isolation(_ server: any Target, into result: inout [String: Any]) async throws {
+    func isolation(_ server: any Target, into result: inout Figures) async throws {
         let (count, rounds) = (self.count, self.rounds)
         guard count > 0, rounds > 0 else { throw BenchError("isolation needs --count and --rounds of at least 1") }
         let tag = String(UInt32.random(in: 0...UInt32.max), radix: 36)
@@ -20,7 +20,7 @@ extension BenchCommand {
         let target = publishTargets[0]
         let probes = CPUProbes(server: serverPid, database: databasePid)
 
-        var setup: [String: Any] = [:]
+        var setup = Figures()
         let one = try await listeningSessions(server, count: 1, feed: lonely, into: &setup)
         defer { one.close() }
 

@@ -5,7 +5,7 @@ import NIOCore
 
 /// L1: one session, a sample posted and its `state` event read, one at a time.
 extension BenchCommand {
-    func latency(_ server: any Target, into result: inout [String: Any]) async throws {
+    func latency(_ server: any Target, into result: inout Figures) async throws {
         var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
         let samples = self.samples
         let warmUp = 200

@@ -23,7 +23,7 @@ extension BenchCommand {
     /// `token`: what each stream waits for (default: the server's news).
     func listeningSessions(
         _ server: any Target, count: Int? = nil, feed: String? = nil, heads: HeadBoard? = nil, token: [UInt8]? = nil,
-        into result: inout [String: Any]
+        into result: inout Figures
     ) async throws -> ListeningSessions {
         let (count, targets) = (count ?? self.count, sessionTargets)
         let setupLimit = Duration.seconds(30) + .milliseconds(10 * Int64(count))

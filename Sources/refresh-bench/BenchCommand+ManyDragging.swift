@@ -5,7 +5,7 @@ import NIOCore
 
 /// L2: many sessions, each posting samples at 60 Hz, each read on its own stream.
 extension BenchCommand {
-    func manyDragging(_ server: any Target, into result: inout [String: Any]) async throws {
+    func manyDragging(_ server: any Target, into result: inout Figures) async throws {
         let count = self.count
         let duration = Duration.milliseconds(Int64(seconds * 1000))
         let (host, port) = (self.host, self.port)

@@ -5,7 +5,7 @@ import NIOCore
 
 /// Figures from histograms, durations and the server's /proc.
 extension BenchCommand {
-    static func summarize(_ histogram: Histogram<UInt64>, into result: inout [String: Any]) {
+    static func summarize(_ histogram: Histogram<UInt64>, into result: inout Figures) {
         result["count"] = histogram.totalCount
         result["p50us"] = histogram.valueAtPercentile(50)
         result["p99us"] = histogram.valueAtPercentile(99)

@@ -5,7 +5,7 @@ import NIOCore
 
 /// M: the server's memory with N idle streams.
 extension BenchCommand {
-    func memory(_ server: any Target, into result: inout [String: Any]) async throws {
+    func memory(_ server: any Target, into result: inout Figures) async throws {
         guard let pid = serverPid.first else { throw BenchError("memory needs --server-pid") }
         let before = Self.rssKiB(pid)
         let channels = try await Connection.with(host: host, port: port) { control in

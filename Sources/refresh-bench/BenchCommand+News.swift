@@ -14,7 +14,7 @@ extension BenchCommand {
     /// through the database.
     /// N: one publish told to every stream as `news`; with `edits` (E), one edit of the item
     /// every page shows, told as `changes`.
-    func news(_ server: any Target, edits: Bool = false, into result: inout [String: Any]) async throws {
+    func news(_ server: any Target, edits: Bool = false, into result: inout Figures) async throws {
         let (count, rounds) = (self.count, self.rounds)
         guard count > 0, rounds > 0 else { throw BenchError("\(mode.rawValue) needs --count and --rounds of at least 1") }
         let roundLimit = Duration.seconds(30)
@@ -105,10 +105,10 @@ extension BenchCommand {
 
     /// With several session targets: per target, and for those other than the one published
     /// on, per-stream p50 and p99 over all rounds and the median time to their last stream.
-    func recordNewsByTarget(_ done: [NewsRound], publishedOn publishTarget: Endpoint, into result: inout [String: Any]) {
+    func recordNewsByTarget(_ done: [NewsRound], publishedOn publishTarget: Endpoint, into result: inout Figures) {
         let targets = sessionTargets
         guard targets.count > 1 else { return }
-        func figures(_ inGroup: (Int) -> Bool) -> [String: Any] {
+        func figures(_ inGroup: (Int) -> Bool) -> Figures {
             var slices: [ArraySlice<UInt64>] = []
             var lastMs: [Double] = []
             for round in done {
@@ -117,10 +117,12 @@ extension BenchCommand {
                 lastMs.append(Double(values.max() ?? 0) / 1000)
             }
             let histogram = Self.histogram(slices)
-            return [
-                "streams": Int(histogram.totalCount) / max(done.count, 1), "p50us": histogram.valueAtPercentile(50),
-                "p99us": histogram.valueAtPercentile(99), "lastStreamMs": Self.median(lastMs),
-            ]
+            var figures = Figures()
+            figures["streams"] = Int(histogram.totalCount) / max(done.count, 1)
+            figures["p50us"] = histogram.valueAtPercentile(50)
+            figures["p99us"] = histogram.valueAtPercentile(99)
+            figures["lastStreamMs"] = Self.median(lastMs)
+            return figures
         }
         result["byTarget"] = targets.all.indices.map { group in
             var entry = figures { $0 == group }
@@ -129,9 +131,9 @@ extension BenchCommand {
         }
         let published = targets.all.firstIndex(of: publishTarget)
         let others = figures { $0 != published }
-        result["otherTargetsP50us"] = others["p50us"]
-        result["otherTargetsP99us"] = others["p99us"]
-        result["otherTargetsLastStreamMs"] = others["lastStreamMs"]
+        result["otherTargetsP50us"] = others["p50us"] as UInt64?
+        result["otherTargetsP99us"] = others["p99us"] as UInt64?
+        result["otherTargetsLastStreamMs"] = others["lastStreamMs"] as Double?
     }
 
     /// One publish of the news mode: each stream's latency and the group (target) it is on,

@@ -24,7 +24,7 @@ extension BenchCommand {
         var startHead: Int64 { start.map(\.head).max() ?? 0 }
     }
 
-    func publishRate(_ server: any Target, into result: inout [String: Any]) async throws {
+    func publishRate(_ server: any Target, into result: inout Figures) async throws {
         let (count, publishers, targets) = (self.count, self.publishers, publishTargets)
         guard count > 0, publishers > 0, seconds > 0, feeds > 0 else {
             throw BenchError("publish-rate needs --count, --publishers, --seconds and --feeds above 0")

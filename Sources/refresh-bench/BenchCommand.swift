@@ -91,7 +91,9 @@ struct BenchCommand: AsyncParsableCommand {
     func run() async throws {
         let name = publishTargets[0].description
         let server: any Target = target == .ours ? OurServer(host: name, token: token) : Nchan(host: name)
-        var result: [String: Any] = ["target": server.name, "mode": mode.rawValue]
+        var result = Figures()
+        result["target"] = server.name
+        result["mode"] = mode.rawValue
         if sessionTargets.count > 1 || publishTo != nil {
             result["targets"] = sessionTargets.all.map(\.description)
             result["publishTargets"] = publishTargets.all.map(\.description)
@@ -113,9 +115,8 @@ struct BenchCommand: AsyncParsableCommand {
             result["serverCpuSeconds"] = cpuAfter - cpuBefore
             result["serverCpuPercent"] = (cpuAfter - cpuBefore) / wall * 100
         }
-        let data = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
-        print(String(decoding: data, as: UTF8.self))
-        if let broken = result["brokenInvariant"] as? String {
+        print(try result.json())
+        if let broken: String = result["brokenInvariant"] {
             // The figures are printed all the same, so the run that broke it can be read.
             FileHandle.standardError.write(Data("refresh-bench: \(broken)\n".utf8))
             throw ExitCode.failure

@@ -116,7 +116,7 @@ struct CPUProbe: Sendable {
 
     /// Writes the server CPU per sample between two readings into `result`; nothing when a
     /// reading is missing.
-    func record(from start: CPUReading?, to end: CPUReading?, samples: Int, into result: inout [String: Any]) {
+    func record(from start: CPUReading?, to end: CPUReading?, samples: Int, into result: inout Figures) {
         guard let start, let end, samples > 0 else { return }
         result["serverCpuPerSampleUs"] = Double(end.since(start)) / 1000 / Double(samples)
         result["serverCpuClock"] = clock.rawValue
@@ -230,7 +230,7 @@ struct CPUProbes: Sendable {
     }
 
     /// The clocks used, for the JSON line.
-    func record(into result: inout [String: Any]) {
+    func record(into result: inout Figures) {
         if let server { result["serverCpuClock"] = server.clock.rawValue }
         if let database { result["databaseCpuClock"] = database.clock.rawValue }
     }
