@@ -277,7 +277,7 @@ import Testing
     /// log to the store's version.
     @Test(.timeLimit(.minutes(2))) func aWriterIsAnsweredWithoutWaitingForTheReadOfChangesMadeElsewhere() async throws {
         let feed = ChangesGatedFeed(items: items(3), version: 6)
-        let news = FeedNews(feed: feed, metrics: ServerMetrics())
+        let news = FeedNews(feed: feed, observer: ServerMetrics())
         await news.changed(from: nil, to: 3, changes: nil)
         #expect(news.changeLog?.version == 3)
         let edited = {

@@ -1,6 +1,15 @@
 import RefreshEngine
 import RefreshFeed
 
+/// What the actions report of their work, to whoever counts it: how each ended, and the
+/// feed's own reports (a shared update, an upstream's fetch).
+protocol ActionObserver: FeedObserver {
+    func actionFinished(_ kind: ActionKind, _ outcome: ActionOutcome)
+}
+
+/// How an action ended, as the engine says it.
+typealias ActionOutcome = Outcome
+
 /// What a finished refresh or load-more sends to its page.
 struct ActionResult: Sendable {
     typealias Op = ItemsOperation
@@ -44,7 +53,8 @@ struct ActionRunner: Sendable {
     let pageSize: Int
     let timeout: Duration
     let minimumDuration: Duration
-    let metrics: ServerMetrics
+    /// Told how each action ended, and of the feed's own work (the metrics observe them).
+    let observer: any ActionObserver
 
     /// What the actions are given of the server's configuration.
     struct Settings: Sendable {
@@ -56,11 +66,11 @@ struct ActionRunner: Sendable {
         var minimumDuration: Duration
     }
 
-    init(feed: any FeedSource, news: FeedNews, settings: Settings, metrics: ServerMetrics) {
+    init(feed: any FeedSource, news: FeedNews, settings: Settings, observer: any ActionObserver) {
         self.feed = feed
         self.news = news
-        self.metrics = metrics
-        self.sharedUpdate = SharedUpdate(source: feed, metrics: metrics)
+        self.observer = observer
+        self.sharedUpdate = SharedUpdate(source: feed, metrics: observer)
         self.pageSize = settings.pageSize
         self.timeout = settings.timeout
         self.minimumDuration = settings.minimumDuration
@@ -96,14 +106,14 @@ struct ActionRunner: Sendable {
             result = .failed(Self.describe(error))
         }
         let finished: ActionEnd = Task.isCancelled ? .cancelled : result
-        let outcome: ServerMetrics.Outcome =
+        let outcome: Outcome =
             switch finished {
             case .completed: .completed
             case .failed: .failed
             case .cancelled: .cancelled
             }
         // Counted before the page hears of it: whoever sees `done` sees it counted.
-        metrics.actionFinished(job.kind == .refresh ? .refresh : .loadMore, outcome)
+        observer.actionFinished(job.kind, outcome)
         report(.finished(finished))
     }
 

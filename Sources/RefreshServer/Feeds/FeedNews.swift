@@ -2,6 +2,12 @@ import NIOCore
 import RefreshFeed
 import Synchronization
 
+/// What the hub reports of its work, to whoever counts it.
+protocol NewsObserver: Sendable {
+    /// A new head reached every stream of the feed here, `duration` after it was known.
+    func newsFannedOut(in duration: Duration)
+}
+
 /// What the hub tells a session with open streams, known to the hub only by this.
 protocol NewsListener: AnyObject, Sendable {
     /// On the event loop of the streams the listener was registered with: the head moved.
@@ -66,16 +72,17 @@ final class FeedNews: Sendable {
     /// The feed whose head this is, read by every catch-up and live read.
     let feed: any FeedSource
     /// Where the fan-out's latency goes.
-    let metrics: ServerMetrics
+    /// Told how long each fan-out took (the metrics observe it).
+    let observer: any NewsObserver
 
     /// The most removed positions kept for news counts.
     static let removalsKept = 4096
     /// The most changes one read of the store brings; past them, sessions read their own.
     static let changesRead = ChangeLog.capacity
 
-    init(feed: any FeedSource, metrics: ServerMetrics) {
+    init(feed: any FeedSource, observer: any NewsObserver) {
         self.feed = feed
-        self.metrics = metrics
+        self.observer = observer
     }
 
     /// The newest head reported so far.
@@ -126,7 +133,7 @@ final class FeedNews: Sendable {
         for loop in told {
             if let written = (try? await loop.get()) ?? nil { last = max(last ?? written, written) }
         }
-        if let last { metrics.newsFannedOut(in: last - moved) }
+        if let last { observer.newsFannedOut(in: last - moved) }
     }
 
     /// What a write made here did: its head moved the feed forward, its edits and removals

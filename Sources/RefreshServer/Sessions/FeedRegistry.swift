@@ -51,9 +51,9 @@ final class FeedRegistry: Sendable {
                 entries[name] = entry
                 return entry.services
             }
-            let news = FeedNews(feed: feed, metrics: metrics)
+            let news = FeedNews(feed: feed, observer: metrics)
             let services = Session.Services(
-                name: name, actions: ActionRunner(feed: feed, news: news, settings: settings.actions, metrics: metrics), news: news,
+                name: name, actions: ActionRunner(feed: feed, news: news, settings: settings.actions, observer: metrics), news: news,
                 pageSize: settings.pageSize, metrics: metrics)
             entries[name] = Entry(services: services, sessions: 1)
             return services
