@@ -55,3 +55,15 @@ def test_a_circle_through_a_static_member_an_extension_adds_is_found(tmp_path):
     })
     result = scan(str(tmp_path))
     assert result.returncode == 1 and "Gamma.parse" in result.stdout
+
+
+def test_strings_and_comments_are_read_as_what_they_are(tmp_path):
+    write(tmp_path, {
+        "A/Alpha.swift": "struct Alpha {}\n",
+        # A `//` inside a string does not hide the rest of its line; an interpolation is code.
+        "B/Beta.swift": 'let url = "http://example" + String(describing: Alpha.self)\nlet said = "\\(Gamma())"\n',
+        "C/Gamma.swift": "struct Gamma {}\n/* Beta */ let note = #\"Beta // Alpha\"#\n",
+    })
+    result = scan(str(tmp_path))
+    assert "B -> A: Alpha" in result.stdout and "B -> C: Gamma" in result.stdout
+    assert "C -> " not in result.stdout
