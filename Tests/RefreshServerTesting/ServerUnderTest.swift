@@ -47,7 +47,11 @@ public final class ServerUnderTest: Sendable {
     ) async throws -> ServerUnderTest {
         let (ports, portFound) = AsyncStream<Int>.makeStream()
         let app = try await RefreshApplication.build(configuration: configuration, feed: feed, logger: logger) { portFound.yield($0) }
-        let running = Task { try await app.run() }
+        let running = Task {
+            // A server that ends before it listens ends the wait for its port.
+            defer { portFound.finish() }
+            try await app.run()
+        }
         let listening = Task { await ports.first { _ in true } }
         let deadline = Task {
             try await Task.sleep(for: .seconds(60))
@@ -56,7 +60,8 @@ public final class ServerUnderTest: Sendable {
         defer { deadline.cancel() }
         guard let port = await listening.value else {
             await app.triggerGracefulShutdown()
-            _ = try? await running.value
+            // Why it never listened, when it said.
+            try await running.value
             throw TestFailure("the server never listened")
         }
         return ServerUnderTest(port: port, stopper: { await app.triggerGracefulShutdown() }, running: running)
@@ -107,8 +112,10 @@ public final class ServerUnderTest: Sendable {
         public var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    /// `method path`, with `body` as JSON unless `headers` give another type.
-    public func request(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = []) async throws -> Reply {
+    /// `method path`, with `body` as JSON unless `headers` give another type, answered within `timeout`.
+    public func request(
+        _ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = [], timeout: TimeAmount = .seconds(60)
+    ) async throws -> Reply {
         var request = HTTPClientRequest(url: base + path)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
@@ -116,7 +123,7 @@ public final class ServerUnderTest: Sendable {
             request.body = .bytes(ByteBuffer(string: body))
             if !request.headers.contains(name: "Content-Type") { request.headers.add(name: "Content-Type", value: "application/json") }
         }
-        let response = try await Self.client.execute(request, timeout: .seconds(60))
+        let response = try await Self.client.execute(request, timeout: timeout)
         let bytes = try await response.body.collect(upTo: 16 * 1024 * 1024)
         return Reply(status: Int(response.status.code), headers: response.headers, body: Data(bytes.readableBytesView))
     }

@@ -255,24 +255,25 @@ final class HotRoutes: Sendable {
     /// Every refusal is counted here, wherever it was decided: the connection's, a hot
     /// route's, the router's that escaped its middleware.
     func refusal(_ error: any Error, _ head: HTTPRequestHead?) -> JSONPayload {
-        let payload = refusalPayload(error, head)
+        let refused = answer(error, head)
+        let payload = JSONResponse.errorPayload(refused, acceptsGzip: head.map { Gzip.accepted(by: $0.headers) } ?? false)
         let status = Int(payload.status.code)
         metrics.requestAnswered(route: head.map { RouteTable.pattern($0.uri, status: status) } ?? RouteTable.Pattern.other, status: status)
         if let head, case .answer = RouteTable.route(head.method, uri: head.uri) {
-            metrics.sampleRequestRefused(code: (error as? APIError)?.code)
+            metrics.sampleRequestRefused(code: refused.code)
         }
         return payload
     }
 
-    private func refusalPayload(_ error: any Error, _ head: HTTPRequestHead?) -> JSONPayload {
+    /// The refusal `error` is answered with, logged.
+    private func answer(_ error: any Error, _ head: HTTPRequestHead?) -> APIError {
         if head == nil, let refused = error as? APIError {
             logger.debug("refused a connection's bytes: \(refused.status.code) \(refused.code): \(refused.message.escapedForLog)")
-            return JSONResponse.errorPayload(refused, acceptsGzip: false)
+            return refused
         }
-        let refused = APIError.answering(
+        return APIError.answering(
             error, method: head?.method.rawValue ?? "-", path: head.map { URI($0.uri).path } ?? "-",
             session: head.flatMap { RouteTable.session(in: URI($0.uri).path) }, requestID: head?.headers.first(name: "x-request-id"),
             logger: logger)
-        return JSONResponse.errorPayload(refused, acceptsGzip: head.map { Gzip.accepted(by: $0.headers) } ?? false)
     }
 }

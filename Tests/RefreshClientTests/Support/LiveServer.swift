@@ -62,7 +62,7 @@ final class LiveServer: Sendable {
 
     /// `GET path`, or `POST path` (with `body` when given), straight to the server.
     func json(_ path: String, post: Bool = false, body: String? = nil) async throws -> (status: Int, json: [String: Any]) {
-        let reply = try await server.request(post ? .POST : .GET, path, body: body)
+        let reply = try await server.request(post ? .POST : .GET, path, body: body, timeout: .seconds(10))
         return (reply.status, reply.json)
     }
 
