@@ -200,8 +200,8 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
             route(request, context: context)
         case .openStream(let request):
             openStream(request, context: context)
-        case .refuse(let error, let head, let cors, let then):
-            write(application.refusal(error, head: head), to: head, cors: cors, closes: then == .close, context: context)
+        case .refuse(let error, let head, let cors, let then, let match):
+            write(application.refusal(error, head: head, match: match), to: head, cors: cors, closes: then == .close, context: context)
             if then == .close { closeOutput(context: context) }
         case .writeEvents:
             machine.stream?.socketDrained()
@@ -220,7 +220,7 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
     private func answerAtOnce(_ request: Machine.Request, then: Machine.Then, context: ChannelHandlerContext) {
         let connection = ResponseHead.Connection(closes: then == .close, request: request.head)
         if case .preflight(let allow) = request.route, let cors = request.cors {
-            application.preflightAnswered(request.head)
+            application.preflightAnswered(request)
             context.writeAndFlush(
                 wrapOutboundOut(
                     ResponseHead.preflightAnswer(origin: cors, allow: allow, connection: connection, allocator: context.channel.allocator)),

@@ -56,9 +56,10 @@ package struct ConnectionStateMachine<Stream> {
         /// Open the event stream: ``streamOpened(_:)``, or ``streamRefused(then:)`` with an
         /// answer already written, follows.
         case openStream(Request)
-        /// Write the JSON error (`head` is the refused request's, when it got that far, and
-        /// `cors` its `--cors-origin`); then, on `.close`, close the output.
-        case refuse(HTTPRefusal, head: HTTPRequestHead?, cors: String?, then: Then)
+        /// Write the JSON error (`head` is the refused request's, when it got that far, `cors`
+        /// its `--cors-origin`, and `match` its route, when that was found); then, on
+        /// `.close`, close the output.
+        case refuse(HTTPRefusal, head: HTTPRequestHead?, cors: String?, then: Then, match: RouteMatch? = nil)
         /// Write what the stream has to send.
         case writeEvents
         /// End the stream's response cleanly (gzip trailer, last chunk), then, on `.close`,
@@ -434,7 +435,7 @@ package struct ConnectionStateMachine<Stream> {
             backlog.removeAll()
             return .closeNow
         case .receiving(let request):
-            return refuse(.requestTimeout, head: request.head, cors: request.cors, then: .close)
+            return refuse(.requestTimeout, head: request.head, cors: request.cors, then: .close, match: request.match)
         case .answering, .streaming, .closing:
             // A client that does not read, or does not close: its unsent bytes are dropped.
             state = .closed
@@ -490,7 +491,7 @@ package struct ConnectionStateMachine<Stream> {
 
         case (_, .malformed(let error)):
             let request: Request? = if case .receiving(let request) = state { request } else { nil }
-            return refuse(.malformed(error), head: request?.head, cors: request?.cors, then: .close)
+            return refuse(.malformed(error), head: request?.head, cors: request?.cors, then: .close, match: request?.match)
 
         case (.idle(let idle), .head(let head)):
             // The request deadline runs from the head's first byte; a head that came whole
@@ -509,7 +510,8 @@ package struct ConnectionStateMachine<Stream> {
             state = .receiving(request)  // `body` is then the buffer's only owner while it grows
             guard body.readableBytes + chunk.readableBytes <= limits.maxBodyBytes else {
                 return refuse(
-                    .bodyTooLarge(limit: limits.maxBodyBytes), head: request.head, cors: request.cors, then: request.keepAlive ? .keepAlive : .close)
+                    .bodyTooLarge(limit: limits.maxBodyBytes), head: request.head, cors: request.cors, then: request.keepAlive ? .keepAlive : .close,
+                    match: request.match)
             }
             body.writeBuffer(&chunk)
             request.body = body
@@ -542,9 +544,10 @@ package struct ConnectionStateMachine<Stream> {
     private mutating func headReceived(checking head: HTTPRequestHead) -> Action {
         switch admission.admit(head) {
         case .refused(let refused):
-            return refuse(refused.error, head: refused.head, cors: refused.cors, then: refused.keepAlive ? .keepAlive : .close)
+            return refuse(
+                refused.error, head: refused.head, cors: refused.cors, then: refused.keepAlive ? .keepAlive : .close, match: refused.match)
         case .admitted(let admitted):
-            state = .receiving(Request(head: admitted.head, route: admitted.route, body: nil, keepAlive: admitted.keepAlive, cors: admitted.cors))
+            state = .receiving(Request(head: admitted.head, match: admitted.match, body: nil, keepAlive: admitted.keepAlive, cors: admitted.cors))
             return admitted.expectsContinue ? .sendContinue : .none
         }
     }
@@ -572,14 +575,14 @@ package struct ConnectionStateMachine<Stream> {
 
     /// Refuses the request: after the answer the connection either discards the rest of the
     /// request and serves the next, or closes. The request's deadline keeps running.
-    private mutating func refuse(_ error: HTTPRefusal, head: HTTPRequestHead?, cors: String?, then: Then) -> Action {
+    private mutating func refuse(_ error: HTTPRefusal, head: HTTPRequestHead?, cors: String?, then: Then, match: RouteMatch? = nil) -> Action {
         switch (then, state, lifecycle) {
         case (.keepAlive, .receiving, .serving), (.keepAlive, .idle, .serving):
             state = .discarding(keepAlive: true)
-            return .refuse(error, head: head, cors: cors, then: .keepAlive)
+            return .refuse(error, head: head, cors: cors, then: .keepAlive, match: match)
         default:
             enterClosing()
-            return .refuse(error, head: head, cors: cors, then: .close)
+            return .refuse(error, head: head, cors: cors, then: .close, match: match)
         }
     }
 
@@ -669,16 +672,20 @@ extension ConnectionStateMachine.Action: Equatable where Stream: Equatable {}
 /// A request with its head checked and its route chosen.
 package struct ConnectionRequest: Equatable, Sendable {
     package var head: HTTPRequestHead
-    package var route: HTTPRoute
+    /// Its route, as admission found it: who answers, and which route of the table it is.
+    package var match: RouteMatch
     package var body: ByteBuffer?
     /// The client lets the connection serve another request after this one's answer.
     package var keepAlive: Bool
     /// The `--cors-origin` the request comes from, as admission found it.
     package var cors: String?
 
-    package init(head: HTTPRequestHead, route: HTTPRoute, body: ByteBuffer?, keepAlive: Bool, cors: String?) {
+    /// Who answers.
+    package var route: HTTPRoute { match.route }
+
+    package init(head: HTTPRequestHead, match: RouteMatch, body: ByteBuffer?, keepAlive: Bool, cors: String?) {
         self.head = head
-        self.route = route
+        self.match = match
         self.body = body
         self.keepAlive = keepAlive
         self.cors = cors

@@ -18,7 +18,7 @@ package protocol HTTPApplication: AnyObject, Sendable {
         _ request: ConnectionRequest, parameter: String, connection: ResponseHead.Connection, allocator: ByteBufferAllocator
     ) -> ByteBuffer
     /// A CORS preflight the connection answered by itself, to be counted.
-    func preflightAnswered(_ head: HTTPRequestHead)
+    func preflightAnswered(_ request: ConnectionRequest)
     /// A request routed ``HTTPRoute/stream(parameter:)``: the stream and its opening bytes, or
     /// the answer instead. `writer` is how the stream writes later.
     func openStream(_ request: ConnectionRequest, parameter: String, writer: StreamWriter, channel: any Channel) -> StreamOpening
@@ -26,8 +26,9 @@ package protocol HTTPApplication: AnyObject, Sendable {
     /// through `writer`, once.
     func respond(to request: ConnectionRequest, body: ByteBuffer, channel: any Channel, writer: RoutedResponseWriter) async
     /// The answer to a request the connection refused by itself, logged and counted as the
-    /// application does any refusal. `head` is `nil` when no request got that far.
-    func refusal(_ refusal: HTTPRefusal, head: HTTPRequestHead?) -> HTTPAnswer
+    /// application does any refusal. `head` is `nil` when no request got that far, `match`
+    /// when its route was not found yet.
+    func refusal(_ refusal: HTTPRefusal, head: HTTPRequestHead?, match: RouteMatch?) -> HTTPAnswer
 }
 
 /// An open stream: the application's, on its connection's event loop. The connection holds

@@ -32,7 +32,10 @@ package struct RequestAdmission: Sendable {
     /// A request whose head was taken.
     package struct Admitted: Equatable {
         package var head: HTTPRequestHead
-        package var route: HTTPRoute
+        /// Its route, found once.
+        package var match: RouteMatch
+        /// Who answers.
+        package var route: HTTPRoute { match.route }
         /// The `--cors-origin` the request comes from, for its answer's `Access-Control-Allow-Origin`.
         package var cors: String?
         package var keepAlive: Bool
@@ -47,6 +50,9 @@ package struct RequestAdmission: Sendable {
         /// `false` when the body can no longer be told from the next request, or nothing can
         /// follow (a `CONNECT`), or the client asked to close.
         package var keepAlive: Bool
+        /// Its route, when the refusal came after it was found (a `405`, a body too large, an
+        /// origin or a content type refused).
+        package var match: RouteMatch? = nil
     }
 
     package enum Verdict: Equatable {
@@ -62,8 +68,9 @@ package struct RequestAdmission: Sendable {
         // not (RFC 9110 §10.1.1): what follows can no longer be told from the next request, so
         // the connection closes after the refusal.
         let framingKnown = !summary.expectsContinue
+        var match: RouteMatch?
         func refused(_ error: HTTPRefusal, keepAlive: Bool = summary.keepAlive && framingKnown) -> Verdict {
-            .refused(Refused(error: error, head: head, cors: cors, keepAlive: keepAlive && framingKnown))
+            .refused(Refused(error: error, head: head, cors: cors, keepAlive: keepAlive && framingKnown, match: match))
         }
         if let refusal = summary.refusal(limits: limits) {
             // A head whose framing cannot be trusted closes the connection after the answer.
@@ -85,17 +92,18 @@ package struct RequestAdmission: Sendable {
             return refused(.unknownHost)
         }
         var route = routing.route(head.method, head.uri)
-        if case .preflight(let allow) = route, cors == nil {
+        if case .preflight(let allow) = route.route, cors == nil {
             // Not a preflight this server answers: an OPTIONS like any other method it lacks.
-            route = .methodNotAllowed(allow: allow)
+            route.route = .methodNotAllowed(allow: allow)
         }
-        if case .methodNotAllowed(let allow) = route {
+        match = route
+        if case .methodNotAllowed(let allow) = route.route {
             return refused(.methodNotAllowed(head.method.rawValue, allow: allow))
         }
         if let length = summary.contentLength, length > limits.maxBodyBytes {
             return refused(.bodyTooLarge(limit: limits.maxBodyBytes))
         }
-        if RequestPolicy.changesState(head.method, onAPI: routing.isAPI(head.uri)) {
+        if RequestPolicy.changesState(head.method, onAPI: route.isAPI) {
             guard policy.allowsOrigin(summary.origin, fetchSite: summary.fetchSite, host: summary.host) else {
                 return refused(.crossOrigin)
             }
@@ -104,7 +112,7 @@ package struct RequestAdmission: Sendable {
                 return refused(.unsupportedMediaType(summary.contentType))
             }
         }
-        return .admitted(Admitted(head: head, route: route, cors: cors, keepAlive: summary.keepAlive, expectsContinue: summary.expectsContinue))
+        return .admitted(Admitted(head: head, match: route, cors: cors, keepAlive: summary.keepAlive, expectsContinue: summary.expectsContinue))
     }
 }
 

@@ -126,6 +126,9 @@ package struct RouteMatcher<Kind: Sendable>: Sendable {
         package var method: HTTPMethod
         package var pattern: RoutePattern
         package var kind: Kind
+        /// Its place in the matcher's table: what a match names it by
+        /// (``RouteMatch/routeIndex``).
+        package fileprivate(set) var index = 0
 
         package init(_ method: HTTPMethod, _ pattern: RoutePattern, _ kind: Kind) {
             self.method = method
@@ -164,7 +167,11 @@ package struct RouteMatcher<Kind: Sendable>: Sendable {
     package init(api: String, files: [HTTPMethod], routes: [Route]) {
         self.api = api
         self.files = files
-        self.routes = routes
+        self.routes = routes.enumerated().map { index, route in
+            var route = route
+            route.index = index
+            return route
+        }
         apiPrefix = RoutePattern("/" + api)
         precondition(apiPrefix.segments == [.literal(api)], "the API's first segment '\(api)' is not one literal segment")
     }
@@ -177,6 +184,14 @@ package struct RouteMatcher<Kind: Sendable>: Sendable {
             return uri[..<uri.utf8.index(uri.utf8.startIndex, offsetBy: length)]
         }
         return uri.utf8.firstIndex(where: ends).map { uri[..<$0] } ?? uri[...]
+    }
+
+    /// `path` as its segments spell it, when it has an empty one (`//`, a trailing `/`): the
+    /// segments joined again, as routers read a path. `nil` when it has none.
+    package static func spelled(_ path: Substring) -> String? {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        guard segments.contains(where: \.isEmpty) else { return nil }
+        return "/" + segments.filter { !$0.isEmpty }.joined(separator: "/")
     }
 
     /// Whether `path` is an API path: its first segment is ``api``.
@@ -209,7 +224,12 @@ package struct RouteMatcher<Kind: Sendable>: Sendable {
 
     /// The pattern of the declared route `path` is, whatever the method.
     package func pattern(of path: Substring) -> RoutePattern? {
-        routes.first { $0.pattern.matches(path.utf8) }?.pattern
+        patternIndex(of: path).map { routes[$0].pattern }
+    }
+
+    /// The place in the table of the first route whose pattern `path` is, whatever the method.
+    package func patternIndex(of path: Substring) -> Int? {
+        routes.firstIndex { $0.pattern.matches(path.utf8) }
     }
 
     /// The value of the parameter `name` of the longest declared pattern `path` starts with:

@@ -56,7 +56,7 @@ public enum RefreshApplication {
         let files = try StaticFiles(directory: configuration.publicDirectory)
         var notificationsUp: (@Sendable () -> Bool)?
         if let listener { notificationsUp = { listener.isListening } }
-        let routes = parts.application(proxies: proxies, router: parts.router(files: files, notificationsUp: notificationsUp))
+        let routes = parts.application(proxies: proxies, responder: parts.responder(files: files, notificationsUp: notificationsUp))
         let ownGroup = configuration.eventLoops.map { MultiThreadedEventLoopGroup(numberOfThreads: $0) }
         let group: any EventLoopGroup = ownGroup ?? MultiThreadedEventLoopGroup.singleton
         let server = HTTPService(

@@ -34,24 +34,21 @@ struct ServerParts {
         self.logger = logger
     }
 
-    /// The router: every routed route of the table, and `files` behind every other path
-    /// outside the API. `notificationsUp`: whether other instances' news arrives, for
-    /// `/readyz` (`nil`: there are none).
-    func router(files: StaticFiles, notificationsUp: (@Sendable () -> Bool)? = nil) -> Router<ServerRequestContext> {
-        let router = Router(context: ServerRequestContext.self)
-        router.add(middleware: ErrorMiddleware())
+    /// What answers the routed routes: every routed route of the table, and `files` behind
+    /// every other path outside the API. `notificationsUp`: whether other instances' news
+    /// arrives, for `/readyz` (`nil`: there are none).
+    func responder(files: StaticFiles, notificationsUp: (@Sendable () -> Bool)? = nil) -> RoutedResponder {
         let handlers = RouteTable.Handlers(
             sessions: SessionRoutes(sessions: sessions, feeds: feeds, streams: streams, access: access, configuration: configuration),
             items: ItemRoutes(feeds: feeds, access: access, configuration: configuration),
             health: HealthRoutes(feed: feed, notificationsUp: notificationsUp, deadline: .seconds(2)),
             metrics: MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams, feeds: feeds))
-        RouteTable.register(on: router, handlers: handlers) { request, _ in
+        return RouteTable.responder(handlers: handlers) { request, _ in
             guard let response = try files.response(path: request.uri.path, request: request) else {
                 throw APIError(.notFound, "Nothing at \(request.uri.path).")
             }
             return response
         }
-        return router
     }
 
     /// The connection's application, with `respond` answering what is not hot.
@@ -62,11 +59,10 @@ struct ServerParts {
             router: respond)
     }
 
-    /// The connection's application, with `router` answering what is not hot.
-    func application(proxies: TrustedProxies = TrustedProxies(), router: Router<ServerRequestContext>) -> HotRoutes {
-        let responder = router.buildResponder()
-        return application(proxies: proxies) { request, source in
-            try await responder.respond(to: request, context: ServerRequestContext(source: source))
+    /// The connection's application, with `responder` answering what is not hot.
+    func application(proxies: TrustedProxies = TrustedProxies(), responder: RoutedResponder) -> HotRoutes {
+        application(proxies: proxies) { request, source, match in
+            try await responder.respond(to: request, context: ServerRequestContext(source: source), match: match)
         }
     }
 }

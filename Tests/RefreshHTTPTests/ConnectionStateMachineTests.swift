@@ -20,9 +20,12 @@ import Testing
     static let samplesHead = head(
         "/api/sessions/s/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"])
 
-    /// A request as admission hands it on.
+    /// A request as admission hands it on: routed to `route`, with the table's match of its
+    /// target (what the matcher's own tests hold).
     static func request(_ head: HTTPRequestHead, _ route: HTTPRoute, body: String? = nil, keepAlive: Bool = true) -> Machine.Request {
-        Machine.Request(head: head, route: route, body: body.map { ByteBuffer(string: $0) }, keepAlive: keepAlive, cors: nil)
+        var match = TestRoute.routing.route(head.method, head.uri)
+        match.route = route
+        return Machine.Request(head: head, match: match, body: body.map { ByteBuffer(string: $0) }, keepAlive: keepAlive, cors: nil)
     }
 
     /// Opens an event stream whose state is `stream`.
@@ -171,7 +174,12 @@ import Testing
             "/api/items", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Transfer-Encoding": "chunked"])
         _ = machine.headReceived(post)
         let refused = machine.bodyReceived(ByteBuffer(repeating: 1, count: 65))
-        #expect(refused == .refuse(.bodyTooLarge(limit: 64), head: post, cors: nil, then: .keepAlive), "a body over the limit was kept")
+        #expect(
+            refused
+                == .refuse(
+                    .bodyTooLarge(limit: 64), head: post, cors: nil, then: .keepAlive,
+                    match: RouteMatch(.router, routeIndex: 4, patternIndex: 4, isAPI: true)),
+            "a body over the limit was kept")
         #expect(machine.bodyReceived(ByteBuffer(repeating: 1, count: 65)) == .none, "refused twice")
         _ = machine.endReceived()
         _ = machine.headReceived(Self.head("/next"))
@@ -287,17 +295,23 @@ import Testing
         #expect(
             admission.admit(stream)
                 == .admitted(
-                    .init(head: stream, route: .stream(parameter: "s"), cors: "https://app.example", keepAlive: true, expectsContinue: false)))
+                    .init(
+                        head: stream, match: RouteMatch(.stream(parameter: "s"), routeIndex: 1, patternIndex: 1, isAPI: true),
+                        cors: "https://app.example", keepAlive: true, expectsContinue: false)))
         let stranger = Self.head("/api/sessions/s/events", headers: ["Host": "localhost", "Origin": "https://other.example"])
         #expect(
             admission.admit(stranger)
-                == .admitted(.init(head: stranger, route: .stream(parameter: "s"), cors: nil, keepAlive: true, expectsContinue: false)))
+                == .admitted(
+                    .init(
+                        head: stranger, match: RouteMatch(.stream(parameter: "s"), routeIndex: 1, patternIndex: 1, isAPI: true), cors: nil,
+                        keepAlive: true, expectsContinue: false)))
         let refused = Self.head("/api/items", method: .PUT, headers: ["Host": "localhost", "Origin": "https://app.example"])
         #expect(
             admission.admit(refused)
                 == .refused(
                     .init(
-                        error: .methodNotAllowed("PUT", allow: "GET, HEAD, POST"), head: refused, cors: "https://app.example", keepAlive: true)))
+                        error: .methodNotAllowed("PUT", allow: "GET, HEAD, POST"), head: refused, cors: "https://app.example", keepAlive: true,
+                        match: RouteMatch(.methodNotAllowed(allow: "GET, HEAD, POST"), patternIndex: 3, isAPI: true))))
         var machine = Machine(
             limits: .init(maxBodyBytes: 64, maxHeadBytes: 1024), policy: RequestPolicy(configuration), routing: TestRoute.routing)
         let preflight = Self.head("/api/sessions", method: .OPTIONS, headers: ["Host": "localhost", "Origin": "https://app.example"])
@@ -305,7 +319,9 @@ import Testing
         #expect(
             machine.endReceived()
                 == .answer(
-                    Machine.Request(head: preflight, route: .preflight(allow: "POST"), body: nil, keepAlive: true, cors: "https://app.example"),
+                    Machine.Request(
+                        head: preflight, match: RouteMatch(.preflight(allow: "POST"), patternIndex: 2, isAPI: true), body: nil, keepAlive: true,
+                        cors: "https://app.example"),
                     then: .keepAlive))
     }
 

@@ -105,7 +105,7 @@ import Testing
             configuration.lingerTimeout = .milliseconds(500)
             adjust(&configuration)
             self.configuration = configuration
-            routes = ServerParts.forTest(feed: feed, configuration: configuration).application { request, _ in
+            routes = ServerParts.forTest(feed: feed, configuration: configuration).application { request, _, _ in
                 if routerDelay > .zero { try await Task.sleep(for: routerDelay) }
                 try await routerGate?.wait()
                 let path = request.uri.path

@@ -16,7 +16,7 @@ import Testing
         var configuration = ServerConfiguration()
         configuration.maxStreams = 10
         configuration.maxStreamsPerClient = 10
-        return ServerParts.forTest(configuration: configuration).application { _, _ in Response(status: .ok) }
+        return ServerParts.forTest(configuration: configuration).application { _, _, _ in Response(status: .ok) }
     }()
 
     func head(_ method: HTTPMethod, _ path: String) -> HTTPRequestHead {

@@ -85,6 +85,8 @@ import Testing
             for headers in refusals {
                 for (method, path, body) in [
                     (HTTPMethod.POST, "/api/items", Optional(#"{"title":"planted","id":"demo-1"}"#)),
+                    // Spelled with an empty segment, as a router reads it: still the API.
+                    (.POST, "/api/items/", #"{"title":"planted","id":"demo-1"}"#),
                     (.POST, "/api/sessions", "{}"),
                     (.POST, "/api/sessions/\(session)/samples", #"{"seq":1,"y":-10,"phase":"drag"}"#),
                     (.POST, "/api/sessions/\(session)/refresh", nil),

@@ -116,14 +116,14 @@ private struct Scenario {
 
     init() async {
         let parts = ServerParts(feed: MemoryFeed(items: DemoItems.make()), configuration: configuration, logger: logger)
-        let responder = parts.router(files: files).buildResponder()
+        let responder = parts.responder(files: files)
         let routing = InFlight()
         self.routing = routing
-        routes = parts.application { request, source in
+        routes = parts.application { request, source, match in
             routing.count.withLock { $0 += 1 }
             let response: Response
             do {
-                response = try await responder.respond(to: request, context: ServerRequestContext(source: source))
+                response = try await responder.respond(to: request, context: ServerRequestContext(source: source), match: match)
             } catch {
                 routing.count.withLock { $0 -= 1 }
                 throw error

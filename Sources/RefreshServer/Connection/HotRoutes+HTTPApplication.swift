@@ -14,7 +14,7 @@ extension HotRoutes: HTTPApplication {
     )
         -> ByteBuffer
     {
-        switch samples(request.head, session: session, body: request.body) {
+        switch samples(request.head, session: session, body: request.body, match: request.match) {
         case .state(let state):
             ResponseHead.stateAnswer(state, connection: connection, cors: request.cors, variesByOrigin: policy.variesByOrigin, allocator: allocator)
         case .refused(let payload):
@@ -24,23 +24,23 @@ extension HotRoutes: HTTPApplication {
         }
     }
 
-    func preflightAnswered(_ head: HTTPRequestHead) {
-        metrics.requestAnswered(route: RouteTable.pattern(head.uri, status: 204), status: 204)
+    func preflightAnswered(_ request: ConnectionRequest) {
+        metrics.requestAnswered(route: RouteTable.label(request.match, head: request.head, status: 204), status: 204)
     }
 
     /// A session's stream names it in its path; the shared stream (no parameter) in its query.
     func openStream(_ request: ConnectionRequest, parameter session: String, writer: StreamWriter, channel: any Channel) -> StreamOpening {
-        if session.isEmpty { return openSharedStream(request.head, cors: request.cors, writer: writer, channel: channel) }
-        return openStream(request.head, session: session, cors: request.cors, writer: writer, channel: channel)
+        if session.isEmpty { return openSharedStream(request.head, match: request.match, cors: request.cors, writer: writer, channel: channel) }
+        return openStream(request.head, session: session, match: request.match, cors: request.cors, writer: writer, channel: channel)
     }
 
     func respond(to request: ConnectionRequest, body: ByteBuffer, channel: any Channel, writer: RoutedResponseWriter) async {
-        let response = await route(request.head, body: body, channel: channel)
+        let response = await route(request.head, match: request.match, body: body, channel: channel)
         await writer.send(response.head, length: response.body.contentLength) { writer in try await response.body.write(writer) }
     }
 
-    func refusal(_ refusal: HTTPRefusal, head: HTTPRequestHead?) -> HTTPAnswer {
-        self.refusal(APIError(refusal), head)
+    func refusal(_ refusal: HTTPRefusal, head: HTTPRequestHead?, match: RouteMatch?) -> HTTPAnswer {
+        self.refusal(APIError(refusal), head, match: match)
     }
 }
 

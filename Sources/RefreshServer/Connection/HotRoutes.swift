@@ -15,7 +15,8 @@ import RefreshJSON
 /// the router. Thin like every route: decode, call the session, encode. One instance
 /// serves every connection.
 final class HotRoutes: Sendable {
-    typealias Router = @Sendable (Request, ServerRequestContext.Source) async throws -> Response
+    /// Answers a routed request, by the route admission found for it.
+    typealias Router = @Sendable (Request, ServerRequestContext.Source, RouteMatch) async throws -> Response
 
     let sessions: SessionStore
     let streams: StreamGate
@@ -53,17 +54,17 @@ final class HotRoutes: Sendable {
 
     /// Any other request, answered by the router on a task of its own. `HEAD` is answered as
     /// `GET` would be (the connection sends the head only), as RFC 9110 asks of every server.
-    func route(_ head: HTTPRequestHead, body: ByteBuffer, channel: any Channel) async -> Response {
+    func route(_ head: HTTPRequestHead, match: RouteMatch, body: ByteBuffer, channel: any Channel) async -> Response {
         do {
             var request = try HTTPRequest(head, secure: false, splitCookie: false)
             if request.method == .head { request.method = .get }
             let source = ServerRequestContext.Source(channel: channel, logger: logger, client: client(of: head, channel: channel))
-            let response = try await router(Request(head: request, body: RequestBody(buffer: body)), source)
+            let response = try await router(Request(head: request, body: RequestBody(buffer: body)), source, match)
             let status = response.status.code
-            metrics.requestAnswered(route: RouteTable.pattern(head.uri, status: status), status: status)
+            metrics.requestAnswered(route: RouteTable.label(match, head: head, status: status), status: status)
             return response
         } catch {
-            return Response(refusal(error, head))
+            return Response(refusal(error, head, match: match))
         }
     }
 
@@ -76,7 +77,7 @@ final class HotRoutes: Sendable {
 
     /// The samples POST: applied in `seq` order; answers the resulting state, or the error.
     /// Its arrival is the instant its `state` event's latency is measured from.
-    func samples(_ head: HTTPRequestHead, session id: String, body: ByteBuffer?) -> SamplesAnswer {
+    func samples(_ head: HTTPRequestHead, session id: String, body: ByteBuffer?, match: RouteMatch) -> SamplesAnswer {
         let arrived = ContinuousClock.now
         do {
             let session = try sessions.session(id)
@@ -91,7 +92,7 @@ final class HotRoutes: Sendable {
             metrics.sampleRequestAnswered()
             return .state(state)
         } catch {
-            return .refused(refusal(error, head))
+            return .refused(refusal(error, head, match: match))
         }
     }
 
@@ -99,7 +100,7 @@ final class HotRoutes: Sendable {
     /// that open it are the response head, `retry:` and the catch-up; `overloaded` tells the
     /// browser to come back later; `refused` is an unknown session or a bad `Last-Event-ID`.
     func openStream(
-        _ head: HTTPRequestHead, session id: String, cors: String?, writer: StreamWriter, channel: any Channel
+        _ head: HTTPRequestHead, session id: String, match: RouteMatch, cors: String?, writer: StreamWriter, channel: any Channel
     ) -> StreamOpening {
         do {
             // A stream is an endless chunked body; HTTP/1.0 has no chunks.
@@ -132,7 +133,7 @@ final class HotRoutes: Sendable {
             stream.events = events
             return .opened(stream, bytes)
         } catch {
-            return .refused(refusal(error, head))
+            return .refused(refusal(error, head, match: match))
         }
     }
 
@@ -142,7 +143,7 @@ final class HotRoutes: Sendable {
     /// and one the request may not read are refused alike (`404`), naming it, so the answer
     /// says nothing of a session another client owns. The stream counts once against the
     /// limits on open streams.
-    func openSharedStream(_ head: HTTPRequestHead, cors: String?, writer: StreamWriter, channel: any Channel) -> StreamOpening {
+    func openSharedStream(_ head: HTTPRequestHead, match: RouteMatch, cors: String?, writer: StreamWriter, channel: any Channel) -> StreamOpening {
         do {
             guard head.version.major == 1, head.version.minor >= 1 else { throw APIError.streamNeedsHTTP11 }
             let wanted = try Self.sharedSessions(head.uri)
@@ -183,7 +184,7 @@ final class HotRoutes: Sendable {
             bytes.writeImmutableBuffer(body)
             return .opened(stream, bytes)
         } catch {
-            return .refused(refusal(error, head))
+            return .refused(refusal(error, head, match: match))
         }
     }
 
@@ -254,26 +255,27 @@ final class HotRoutes: Sendable {
     ///
     /// Every refusal is counted here, wherever it was decided: the connection's, a hot
     /// route's, the router's that escaped its middleware.
-    func refusal(_ error: any Error, _ head: HTTPRequestHead?) -> JSONPayload {
-        let refused = answer(error, head)
+    func refusal(_ error: any Error, _ head: HTTPRequestHead?, match: RouteMatch?) -> JSONPayload {
+        let match = match ?? head.map { RouteTable.match($0.method, uri: $0.uri) }
+        let refused = answer(error, head, match: match)
         let payload = JSONResponse.errorPayload(refused, acceptsGzip: head.map { Gzip.accepted(by: $0.headers) } ?? false)
         let status = Int(payload.status.code)
-        metrics.requestAnswered(route: head.map { RouteTable.pattern($0.uri, status: status) } ?? RouteTable.Pattern.other, status: status)
-        if let head, case .answer = RouteTable.route(head.method, uri: head.uri) {
+        metrics.requestAnswered(route: RouteTable.label(match, head: head, status: status), status: status)
+        if case .answer = match?.route {
             metrics.sampleRequestRefused(code: refused.code)
         }
         return payload
     }
 
     /// The refusal `error` is answered with, logged.
-    private func answer(_ error: any Error, _ head: HTTPRequestHead?) -> APIError {
+    private func answer(_ error: any Error, _ head: HTTPRequestHead?, match: RouteMatch?) -> APIError {
         if head == nil, let refused = error as? APIError {
             logger.debug("refused a connection's bytes: \(refused.status.code) \(refused.code): \(refused.message.escapedForLog)")
             return refused
         }
         return APIError.answering(
             error, method: head?.method.rawValue ?? "-", path: head.map { URI($0.uri).path } ?? "-",
-            session: head.flatMap { RouteTable.session(in: URI($0.uri).path) }, requestID: head?.headers.first(name: "x-request-id"),
+            session: head.flatMap { RouteTable.session(in: $0.uri, match: match) }, requestID: head?.headers.first(name: "x-request-id"),
             logger: logger)
     }
 }

@@ -21,7 +21,8 @@ struct ItemRoutes: Sendable {
     func name(_ request: Request, _ context: Context) throws(APIError) -> FeedName {
         let field = "The feed's name"
         guard let text = context.parameters.get(Self.feedParameter) else { return .main }
-        // The router reads `//` as `/`: `/api/feeds//items` would name the feed `items`.
+        // A path with an empty segment is routed as its segments spell it (`RouteMatch`):
+        // `/api/feeds//items` would name the feed `items`.
         guard !request.uri.path.contains("//") else { throw FeedName.invalid(field) }
         return try FeedName.decoded(pathSegment: text, field: field)
     }

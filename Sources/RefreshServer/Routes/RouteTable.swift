@@ -5,7 +5,7 @@ import RefreshHTTP
 
 /// Every route the server has, declared once: the connection matches the hot ones with it,
 /// answers `405` with `Allow` and preflights from it, counts requests under its patterns, and
-/// the router's registrations are made from it. A test holds it and `Public/openapi.yaml` to
+/// the routed responder answers by its places. A test holds it and `Public/openapi.yaml` to
 /// the same operations. A route is one line here (and its handler).
 enum RouteTable {
     typealias Handler = @Sendable (Request, ServerRequestContext) async throws -> Response
@@ -67,11 +67,15 @@ enum RouteTable {
     /// before its body is read: the two requests on the gesture's path are answered on the
     /// connection's event loop (`samples` at once, `events` as a stream), everything else by
     /// the router. A method the path does not have is refused with `405` and the methods it
-    /// does have, so the router never sees it.
-    typealias Route = HTTPRoute
+    /// does have, so the router never sees it. The match travels with the request: dispatch,
+    /// metrics and logs read it, and nothing matches the path again.
+    static func match(_ method: HTTPMethod, uri: String) -> RouteMatch {
+        routing.route(method, uri)
+    }
 
-    static func route(_ method: HTTPMethod, uri: String) -> Route {
-        matcher.route(method, uri: uri)
+    /// Who answers a request (``match(_:uri:)``'s ``RouteMatch/route``).
+    static func route(_ method: HTTPMethod, uri: String) -> HTTPRoute {
+        match(method, uri: uri).route
     }
 
     /// The table as admission asks it.
@@ -82,32 +86,70 @@ enum RouteTable {
         matcher.isAPI(RouteMatcher<Kind>.path(of: uri))
     }
 
-    /// The pattern a request is counted under in the metrics: patterns, never paths, so the
-    /// set of labels stays bounded whatever clients ask for. A path outside the API is a
-    /// static file until the answer says there is none (`status` 404): then it is `other`,
-    /// like an unknown API path.
+    /// The name a request is counted under in the metrics: its pattern, never its path, so
+    /// the set of labels stays bounded whatever clients ask for. A path outside the API is
+    /// a static file until the answer says there is none (`status` 404): then it is `other`,
+    /// like an unknown API path. A request refused before its route was found is found now,
+    /// once.
+    static func label(_ match: RouteMatch?, head: HTTPRequestHead?, status: Int) -> String {
+        guard let match = match ?? head.map({ self.match($0.method, uri: $0.uri) }) else { return Pattern.other }
+        if let index = match.patternIndex { return matcher.routes[index].pattern.description }
+        return match.isAPI || status == 404 ? Pattern.other : Pattern.staticFile
+    }
+
+    /// ``label(_:head:status:)`` of a `GET` of `uri`.
     static func pattern(_ uri: String, status: Int) -> String {
+        label(match(.GET, uri: uri), head: nil, status: status)
+    }
+
+    /// The session a request names, for the log line of its refusal: its route's parameter,
+    /// or, for a path no route is (`/api/sessions/{id}/nothing`), the longest pattern it
+    /// starts with.
+    static func session(in uri: String, match: RouteMatch? = nil) -> String? {
         let path = RouteMatcher<Kind>.path(of: uri)
-        if let pattern = matcher.pattern(of: path) { return pattern.description }
-        return matcher.isAPI(path) || status == 404 ? Pattern.other : Pattern.staticFile
-    }
-
-    /// The session a target names, for the log line of its refusal.
-    static func session(in uri: String) -> String? {
-        matcher.parameter(sessionParameter, in: RouteMatcher<Kind>.path(of: uri)).map(String.init)
-    }
-
-    /// Registers every routed route on `router`, and the files behind every other path
-    /// outside the API.
-    static func register(on router: Router<ServerRequestContext>, handlers: Handlers, files: @escaping Handler) {
-        for route in matcher.routes {
-            guard case .routed(let handler) = route.kind, let method = HTTPRequest.Method(route.method.rawValue) else { continue }
-            router.on(RouterPath(route.pattern.path { ":" + $0 }), method: method, use: handler(handlers))
+        if let index = match?.patternIndex {
+            let pattern = matcher.routes[index].pattern
+            guard pattern.segments.contains(.parameter(sessionParameter)) else { return nil }
+            return pattern.parameter(sessionParameter, in: path.utf8).map(String.init)
         }
-        for method in matcher.files {
-            guard let method = HTTPRequest.Method(method.rawValue) else { continue }
-            router.on("/", method: method, use: files)
-            router.on("**", method: method, use: files)
+        return matcher.parameter(sessionParameter, in: path).map(String.init)
+    }
+
+    /// What answers the routed routes: each one's handler by its place in the table, the
+    /// files behind every other path outside the API, and `404` for any other API path.
+    static func responder(handlers: Handlers, files: @escaping Handler) -> RoutedResponder {
+        RoutedResponder(
+            handlers: matcher.routes.map { route in
+                guard case .routed(let handler) = route.kind else { return nil }
+                return (handler(handlers), route.pattern)
+            }, files: files)
+    }
+}
+
+/// Answers a routed request by the route admission found: the handler at its place in the
+/// table, with the pattern's parameters read from the path, inside the one error path every
+/// failure takes (``ErrorMiddleware``). The path is not matched again.
+struct RoutedResponder: Sendable {
+    /// By place in ``RouteTable/matcher``: the handler of a routed route and its pattern.
+    let handlers: [(RouteTable.Handler, RoutePattern)?]
+    let files: RouteTable.Handler
+
+    func respond(to request: Request, context: ServerRequestContext, match: RouteMatch) async throws -> Response {
+        try await ErrorMiddleware(match: match).handle(request, context: context) { request, context in
+            let path = request.uri.path
+            if let index = match.routeIndex, let (handler, pattern) = handlers[index] {
+                // A path with an empty segment was matched as its segments spell it.
+                let spelled = RouteMatcher<RouteTable.Kind>.spelled(path[...]) ?? path
+                var context = context
+                for case .parameter(let name) in pattern.segments {
+                    if let value = pattern.parameter(name, in: spelled[...].utf8) {
+                        context.coreContext.parameters.append(key: Substring(name), value: value)
+                    }
+                }
+                return try await handler(request, context)
+            }
+            if !match.isAPI { return try await files(request, context) }
+            throw APIError(.notFound, "Nothing at \(path).")
         }
     }
 }
