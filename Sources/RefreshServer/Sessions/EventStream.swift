@@ -53,9 +53,6 @@ struct EventStream {
         return headers
     }
 
-    /// The most a stream writes at once (``ReplayCache/maxBatchBytes``).
-    static let maxBatchBytes = ReplayCache.maxBatchBytes
-
     /// What a wake-up writes: the buffers of one HTTP chunk, in order. `more`: events are
     /// left for the next batch, to be written once the socket has taken this one.
     struct Batch {
@@ -91,15 +88,15 @@ struct EventStream {
     }
 
     /// The first events of an answer too large for one write: as many as fit
-    /// ``maxBatchBytes``, at least one, and never some of the events that share an id (a
-    /// reset and its snapshot), which one cursor could not tell apart.
+    /// ``ReplayCache/maxBatchBytes``, at least one, and never some of the events that share an
+    /// id (a reset and its snapshot), which one cursor could not tell apart.
     private mutating func batch(of answer: ReplayCache.Answer, coalesced: (Int) -> Void) throws -> Batch {
         let events = answer.events
         var taken = 0
         var bytes = 0
         while taken < events.count {
             let size = events[taken].frame.readableBytes
-            if taken > 0, bytes + size > Self.maxBatchBytes, events[taken].id != events[taken - 1].id { break }
+            if taken > 0, bytes + size > ReplayCache.maxBatchBytes, events[taken].id != events[taken - 1].id { break }
             bytes += size
             taken += 1
         }

@@ -20,10 +20,8 @@ public final class Session: Sendable, NewsListener {
     let owner: SessionOwner?
     private let services: Services
     private let state: Mutex<State>
-    /// The positions the page shows (`0...0` while none), kept on every step: the fan-out of
-    /// a change reads them without the lock, and a change elsewhere wakes no session.
-    private let shownLow = Atomic<FeedPosition>(0)
-    private let shownHigh = Atomic<FeedPosition>(0)
+    /// The positions the page shows, for the fan-out of a change to read without the lock.
+    private let shown = ShownPositions()
 
     /// The machine and the work it decided that is not yet done. One caller at a time
     /// performs that work (`performing`), in the order decided, outside the lock: a task is
@@ -113,12 +111,9 @@ public final class Session: Sendable, NewsListener {
         step { $0.headAdvanced(payloads) }
     }
 
-    /// Whether a change may concern the window, read without the lock (a window that moves
-    /// meanwhile catches up on what it missed of the log by itself).
+    /// Whether a change may concern the window, read without the lock.
     func mayBeChanged(by payloads: ChangePayloads) -> Bool {
-        let low = shownLow.load(ordering: .relaxed)
-        let high = shownHigh.load(ordering: .relaxed)
-        return payloads.mayConcern(low > 0 ? low...high : nil)
+        shown.mayBeChanged(by: payloads)
     }
 
     /// Items of the window were edited or removed, or the news the page was told counts an
@@ -195,9 +190,7 @@ public final class Session: Sendable, NewsListener {
                     state.performing = true
                     work = state.machine.takeActions()
                 }
-                let shown = state.machine.window.positions ?? 0...0
-                shownLow.store(shown.lowerBound, ordering: .relaxed)
-                shownHigh.store(shown.upperBound, ordering: .relaxed)
+                shown.store(state.machine.window.positions)
             }
             return try body(&state.machine)
         }
