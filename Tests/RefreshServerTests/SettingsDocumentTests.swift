@@ -24,6 +24,34 @@ import Testing
         return rows
     }
 
+    static let tableStart = "<!-- settings table: made from the settings by `bash scripts/settings-table`; edit them, not this -->"
+    static let tableEnd = "<!-- settings table end -->"
+
+    /// The table between the document's markers is the one the settings make. With
+    /// `PTR_WRITE_SETTINGS_TABLE=1` (`scripts/settings-table`), it is written there instead.
+    @Test func theFlagTableIsMadeFromTheSettings() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let file = root.appendingPathComponent("docs/configuration.md")
+        let text = try String(contentsOf: file, encoding: .utf8)
+        let start = try #require(text.range(of: Self.tableStart + "\n"), "no start marker")
+        let end = try #require(text.range(of: Self.tableEnd, range: start.upperBound..<text.endIndex), "no end marker")
+        let made = CommandLineSettings.flagTable()
+        if ProcessInfo.processInfo.environment["PTR_WRITE_SETTINGS_TABLE"] == "1" {
+            try (text[..<start.upperBound] + made + text[end.lowerBound...]).write(to: file, atomically: true, encoding: .utf8)
+            return
+        }
+        #expect(String(text[start.upperBound..<end.lowerBound]) == made, "the flag table is not the settings': run bash scripts/settings-table")
+    }
+
+    /// `--help` says each setting as the manual does, as plain text.
+    @Test func helpShowsTheManualsWordsAsPlainText() throws {
+        let host = try #require(ServerConfiguration.settings.first { $0.key == "host" })
+        #expect(host.help.contains("[Security](security.md#security)"))
+        #expect(host.plainHelp.hasPrefix("Address to listen on; beyond loopback the server starts only with --publish-token, --auth-key"))
+        #expect(host.plainHelp.hasSuffix("(see Security)."))
+        #expect(!host.plainHelp.contains("`"))
+    }
+
     @Test func everySettingHasOneRowAndEveryRowIsASetting() throws {
         let rows = try Self.documentedRows()
         let documented = rows.map(\.flag)

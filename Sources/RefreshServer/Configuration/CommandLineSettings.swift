@@ -1,3 +1,5 @@
+import Foundation
+
 /// The command line of `refresh-server`, read and explained from the settings table alone:
 /// a setting declared in ``ServerConfiguration/settings`` has its flag, its `--help` line
 /// (with its default and its variable) and its parse-time check without another line.
@@ -119,7 +121,7 @@ public enum CommandLineSettings {
             let shown = setting.describe(defaults)
             let variables = [setting.variable] + (setting.alias.map { [$0] } ?? [])
             let label = setting.isNegatable ? "\(setting.flag)/--no-\(setting.key)" : setting.usage
-            return (label, "\(setting.help) (\(shown.isEmpty ? "" : "default: \(shown); ")env: \(variables.joined(separator: " or ")))")
+            return (label, "\(setting.plainHelp) (\(shown.isEmpty ? "" : "default: \(shown); ")env: \(variables.joined(separator: " or ")))")
         }
         rows.append(("-h, --help", "Show help information."))
         let column = 26
@@ -133,6 +135,26 @@ public enum CommandLineSettings {
                 lines.append("  " + label + String(repeating: " ", count: column - 2 - label.count) + (described.first ?? ""))
                 lines += described.dropFirst().map { padding + $0 }
             }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The flag table of `docs/configuration.md`, in Markdown: each setting's flag, its
+    /// default (a value in code, a word such as `none` as it is) and what it does, in the
+    /// order `--help` lists them. The document holds exactly this between its markers, which
+    /// a test checks and can write (`scripts/settings-table`).
+    public static func flagTable() -> String {
+        let defaults = ServerConfiguration()
+        var lines = ["| flag | default | meaning |", "| --- | --- | --- |"]
+        for setting in table {
+            let flag = setting.isNegatable ? "`\(setting.flag)` / `--no-\(setting.key)`" : "`\(setting.flag)`"
+            let shown = setting.describe(defaults)
+            let isWord = shown.isEmpty || ["none", "any", "on", "off"].contains(shown) || shown.contains(" ")
+            let value =
+                shown.isEmpty
+                ? "none"
+                : isWord ? shown.split(separator: " ").map { $0.hasPrefix("--") ? "`\($0)`" : String($0) }.joined(separator: " ") : "`\(shown)`"
+            lines.append("| \(flag) | \(value) | \(setting.help) |")
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -156,6 +178,19 @@ public enum CommandLineSettings {
 extension ServerConfiguration.Setting {
     /// The flag with its value as `--help` and the errors show it: `--port <number>`.
     var usage: String { valueName.isEmpty ? flag : "\(flag) <\(valueName)>" }
+
+    /// ``help`` as `--help` shows it: a sentence, without the Markdown (code marks dropped,
+    /// a link as its text).
+    var plainHelp: String {
+        var text = help.replacingOccurrences(of: "`", with: "")
+        while let open = text.range(of: "["), let middle = text.range(of: "](", range: open.upperBound..<text.endIndex),
+            let close = text.range(of: ")", range: middle.upperBound..<text.endIndex)
+        {
+            text.replaceSubrange(open.lowerBound..<close.upperBound, with: text[open.upperBound..<middle.lowerBound])
+        }
+        let sentence = text.prefix(1).uppercased() + text.dropFirst()
+        return sentence.hasSuffix(".") ? sentence : sentence + "."
+    }
 }
 
 /// A command line that cannot be read: one line, and exit status 64 (EX_USAGE).

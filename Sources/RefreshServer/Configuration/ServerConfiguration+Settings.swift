@@ -37,7 +37,10 @@ extension ServerConfiguration {
 
         let key: String
         let kind: Kind
-        /// What it does, for `--help`; its default and variable are added there.
+        /// What it does, written once, in the manual's words (Markdown: code in backticks,
+        /// links): the flag table of `docs/configuration.md` is made from it
+        /// (``CommandLineSettings/flagTable()``), and `--help` shows it as plain text with its
+        /// default and variable.
         let help: String
         /// What `--help` calls its value: `--port <number>`; empty for a flag taking none.
         let valueName: String
@@ -89,9 +92,17 @@ extension ServerConfiguration {
     /// sample a second never lets a sample through (the bucket holds one second's worth), a
     /// keepalive tick under a second makes an idle server spin, a head poll is a query.
     static let settings: [Setting] = [
-        .string("host", \.host, help: "Address to listen on. Beyond loopback, --publish-token, --auth-key or --disable-publishing is required."),
-        .int("port", \.port, 0...65535, help: "Port to listen on; 0 picks a free one (the URL is printed at start).", value: "number"),
-        .string("public", \.publicDirectory, help: "Folder of the page and other static files.", value: "folder") { folder in
+        .string(
+            "host", \.host,
+            help:
+                "Address to listen on; beyond loopback the server starts only with `--publish-token`, `--auth-key` or `--disable-publishing` (see [Security](security.md#security))."
+        ),
+        .int("port", \.port, 0...65535, help: "Port to listen on; `0` picks a free one (the URL is printed on one line at start).", value: "number"),
+        .string(
+            "public", \.publicDirectory,
+            help: "Folder of the page and other static files; one given that is not there stops the start, the default missing is one warning line.",
+            value: "folder"
+        ) { folder in
             var isFolder: ObjCBool = false
             guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) else {
                 // The default may be missing (a server of the API alone): the start warns instead.
@@ -99,17 +110,24 @@ extension ServerConfiguration {
             }
             return isFolder.boolValue ? nil : "is not a folder"
         },
-        .choice("log-level", \.logLevel, help: "Log level: trace, debug, info, notice, warning, error, critical."),
-        .choice("log-format", \.logFormat, help: "Log lines as text for people, or json: one object per line for a collector."),
+        .choice("log-level", \.logLevel, help: "How much is logged, from `trace` to `critical`; each refused request is one `notice` line."),
+        .choice(
+            "log-format", \.logFormat,
+            help:
+                "Lines of `text` for people, or `json`: one object per line on standard error (`time`, `level`, `label`, `message`, `source`, then metadata as fields of their own: a refused request's `request` id, its `X-Request-ID` when it came with a plain one, and its `session`); the line saying where the server listens is then a record too, on standard output, the URL in its `url` field."
+        ),
         .optionalString(
-            "publish-token", \.publishToken, help: "Token required as 'Authorization: Bearer TOKEN' by POST /api/items.", value: "token",
+            "publish-token", \.publishToken,
+            help:
+                "Required as `Authorization: Bearer …` by `POST /api/items` (and the items of every feed); without it (and without `--auth-key`), publishing is open to local programs on a loopback-only server.",
+            value: "token",
             isSecret: true, absent: "none"
         ) { $0.isEmpty ? "must not be empty" : nil },
         .publishingDisabled,
         .list(
             "auth-key", \.authKeys,
             help:
-                "A key tokens are verified with: an HMAC secret (HS256), a PEM public key (RS256, ES256, EdDSA) or a JWKS document (repeatable). With one, private feeds need a token.",
+                "A file of keys tokens are verified with: an HMAC secret (HS256), a PEM public key (RS256, ES256, EdDSA) or a JWKS document; repeat for several; with one, feeds that are not public need a token's right (see [Access](security.md#access)).",
             value: "file"
         ) { file in
             do throws(AccessKey.Unusable) {
@@ -120,15 +138,15 @@ extension ServerConfiguration {
             }
         },
         .optionalString(
-            "auth-issuer", \.authIssuer, help: "The iss a token must carry.", value: "issuer", absent: "any"
+            "auth-issuer", \.authIssuer, help: "The `iss` a token must carry.", value: "issuer", absent: "any"
         ) { $0.isEmpty ? "must not be empty" : nil },
         .optionalString(
-            "auth-audience", \.authAudience, help: "The aud a token must name; without it, a token that names one is refused.",
+            "auth-audience", \.authAudience, help: "The `aud` a token must name; without it, a token that names an audience is refused.",
             value: "audience", absent: "none"
         ) { $0.isEmpty ? "must not be empty" : nil },
         .list(
             "public-feed", \.publicFeeds,
-            help: "Feeds anyone may read without a token, with --auth-key: a name or a prefix and * (repeatable; '' for none).",
+            help: "A feed anyone may read without a token when `--auth-key` is set: a name, or a prefix and `*`; repeat for several; `''` for none.",
             value: "pattern"
         ) { pattern in
             do throws(FeedPattern.Invalid) {
@@ -140,83 +158,92 @@ extension ServerConfiguration {
         },
         .list(
             "public-host", \.publicHosts,
-            help: "A Host name the server answers to besides localhost and its address, e.g. the name a front serves (repeatable); others get 421.",
+            help:
+                "A `Host` name the server answers besides `localhost` and its address, e.g. the name a front serves; repeat for several; others get `421`.",
             value: "name"
         ) { name in
             RequestPolicy.isHostName(name) ? nil : "\(name) is not a host name or an IP address (no scheme, port or path)"
         },
         .list(
-            "cors-origin", \.corsOrigins, help: "An origin whose pages may call the API from the browser, e.g. https://app.example (repeatable).",
+            "cors-origin", \.corsOrigins,
+            help:
+                "An origin (`https://app.example`) whose pages may call the API from the browser, with credentials: preflights answered, `Access-Control-Allow-Origin` and `-Allow-Credentials` on answers; repeat for several.",
             value: "origin"
         ) { origin in
             RequestPolicy.isOrigin(origin) ? nil : "\(origin) is not an origin such as https://app.example or http://localhost:3000 (no path)"
         },
         .optionalInt(
             "event-loops", \.eventLoops, 1...256,
-            help: "Threads serving connections. One keeps a sample and the streams it updates on the same thread.", value: "threads",
+            help: "Threads serving connections; `1` keeps a sample and the streams it updates on one thread.", value: "threads",
             absent: "one per CPU core"),
         .bool(
             "steer-by-client", \.steerByClient,
             help:
-                "Have the kernel keep each client's connections on one event loop, chosen by its address, however many share it (by default they stay together while the loops are balanced)."
+                "The kernel hands each client's connections to one event loop, chosen by its address, however many share it. By default the server already keeps a client's connections on one loop (a sample and its stream do not cross threads), six at a time and while that loop is at most a few connections busier than the others, so clients behind one address (a carrier's NAT, a proxy in front) still use every loop; this flag makes it strict."
         ),
-        .int("max-body-bytes", \.maxBodyBytes, 1...largestBuffer, help: "Largest request body in bytes (413 beyond).", value: "bytes"),
+        .int("max-body-bytes", \.maxBodyBytes, 1...largestBuffer, help: "Larger bodies get `413`.", value: "bytes"),
         .rate(
-            "max-samples-per-second", \.maxSamplesPerSecond, 1...1e12, help: "Sustained samples per second per session (429 beyond).",
+            "max-samples-per-second", \.maxSamplesPerSecond, 1...1e12, help: "Per session, sustained; beyond, `429`.",
             value: "rate"),
         .int(
-            "max-samples-per-request", \.maxSamplesPerRequest, 1...Int.max, help: "Samples accepted in one request (429 beyond).",
+            "max-samples-per-request", \.maxSamplesPerRequest, 1...Int.max,
+            help: "More get `429`; never more than one second of `--max-samples-per-second`, which a larger request could never pass.",
             value: "count"),
-        .int("max-sessions", \.maxSessions, 1...Int.max, help: "Sessions alive at once (503 beyond).", value: "count"),
+        .int("max-sessions", \.maxSessions, 1...Int.max, help: "Beyond, `503`.", value: "count"),
         .int(
-            "max-sessions-per-client", \.maxSessionsPerClient, 1...Int.max, help: "Sessions one client address may hold (429 beyond).",
+            "max-sessions-per-client", \.maxSessionsPerClient, 1...Int.max, help: "Sessions one client address may hold; beyond, `429`.",
             value: "count"),
         .int(
             "max-streams", \.maxStreams, 1...Int.max,
-            help: "Event streams open at once; beyond, a stream is told to retry later (200, a jittered retry:, closed).", value: "count"),
+            help: "Open event streams; beyond, a stream is told to come back later (see below).", value: "count"),
         .int(
             "max-streams-per-client", \.maxStreamsPerClient, 1...Int.max,
-            help: "Event streams one client address may hold open; beyond, told to retry later like --max-streams.", value: "count"),
+            help: "Open event streams per client address, answered the same way beyond.", value: "count"),
         .list(
             "trusted-proxy", \.trustedProxies,
-            help: "Address or CIDR network of a proxy whose X-Forwarded-For names the client (repeatable).", value: "address"
+            help: "Address or CIDR network of a proxy whose `X-Forwarded-For` names the client; repeat for several.", value: "address"
         ) { TrustedProxies.Network($0) == nil ? notAProxy($0).problem : nil },
         .seconds(
             "request-head-timeout", \.requestHeadTimeout,
-            help: "Seconds a request head (then its body) may take from its first byte: a stalled head is closed, a stalled body gets 408."),
+            help: "Seconds a request head, and then its body, may take from its first byte: a stalled head is closed, a stalled body gets `408`."),
         .seconds("idle-timeout", \.idleTimeout, help: "Seconds a kept-alive connection may wait for its next request."),
         .seconds(
             "send-timeout", \.sendTimeout,
-            help: "Seconds an answer or an event stream may wait for a client that does not read before its connection closes."),
+            help: "Seconds an answer or an event stream may wait for a client that does not read; then its connection closes."),
         .int(
             "max-head-bytes", \.maxHeadBytes, 1...80 * 1024,
-            help: "Largest request head in bytes: request line and header fields (431 beyond).", value: "bytes"),
+            help: "Largest request line plus header fields; beyond, `431`.", value: "bytes"),
         .int(
             "reconnect-delay-ms", \.reconnectDelayMilliseconds, 1...3_600_000,
-            help: "Milliseconds browsers wait before reconnecting a stream; each stream is told a jittered value from this to twice it.",
+            help: "The `retry:` every stream opens with is drawn from this to twice it.",
             value: "ms"),
-        .seconds("session-idle-timeout", \.sessionIdleTimeout, help: "Seconds a session without requests or open streams lives."),
-        .int("replay-buffer", \.replayBufferLength, 1...Int.max, help: "Events kept per session for replay after a reconnect.", value: "events"),
+        .seconds("session-idle-timeout", \.sessionIdleTimeout, help: "Seconds without requests or open streams before a session ends."),
+        .int("replay-buffer", \.replayBufferLength, 1...Int.max, help: "Events kept per session for `Last-Event-ID`.", value: "events"),
         .int(
             "replay-buffer-bytes", \.replayBufferBytes, 1024...Int.max,
-            help: "Bytes of events kept per session for replay, whichever of this and --replay-buffer comes first.", value: "bytes"),
+            help:
+                "Bytes of events kept per session for `Last-Event-ID`, whichever of this and `--replay-buffer` is reached first (an event stays until those after it fill the bound, so a page larger than the bound is kept for a reader still writing the one before); beyond, the oldest go and a reader that needed them is told what changed in its rows (`changes`) or, when its list gained rows meanwhile, gets `reset`.",
+            value: "bytes"),
         .int(
             "stream-send-buffer", \.streamSendBufferBytes, 1...Int(Int32.max),
-            help: "Kernel send buffer of each event stream, in bytes; a reader that stops reading gets the newest state, not a backlog.",
+            help: "Kernel send buffer per event stream: a reader that stops reading gets the newest state when it resumes, not a backlog.",
             value: "bytes"),
         .seconds(
             "change-retention", \.changeRetention, atLeast: .seconds(1),
-            help: "Seconds a removed item's tombstone is kept: a page back within it is told what changed instead of reloading its list."),
+            help:
+                "Seconds a removal is remembered (its tombstone) so that a page back from further away than the replay buffer is told of it rather than reloading."
+        ),
         .seconds(
-            "keepalive", \.keepaliveInterval, atLeast: .seconds(1), help: "Seconds between keepalive comments on idle event streams."),
-        .seconds("refresh-timeout", \.actionTimeout, help: "Seconds after which a refresh or load-more fails as timed out."),
+            "keepalive", \.keepaliveInterval, atLeast: .seconds(1), help: "Seconds between keepalive comments."),
+        .seconds("refresh-timeout", \.actionTimeout, help: "Seconds before a refresh or load-more fails as timed out."),
         .milliseconds(
             "min-refresh-ms", \.minimumActionDuration, 0...3_600_000,
-            help: "Milliseconds a refresh keeps its spinner at least, so it never flickers."),
+            help: "Shortest time a refresh spinner shows, so it never flickers."),
         .int("page-size", \.pageSize, 1...1000, help: "Items per load-more page, and at most per refresh.", value: "items"),
         .string(
             "database", \.database,
-            help: "Where the feed is stored: an SQLite file (created with its folder), :memory:, or postgres://USER[:PASSWORD]@HOST[:PORT]/DB.",
+            help:
+                "Where the feed is stored: an SQLite file (created with its folder on first start), `:memory:`, or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`; also `DATABASE_URL`, below `PTR_DATABASE`.",
             value: "location", isSecret: true, alias: "DATABASE_URL"
         ) { database in
             guard PostgresLocation.isPostgresURL(database) else { return nil }
@@ -229,7 +256,7 @@ extension ServerConfiguration {
         },
         .optionalString(
             "instance", \.instanceName,
-            help: "This instance's name among several sharing a PostgreSQL feed (letters, digits and -, at most 32): it prefixes every session id.",
+            help: "This instance's name among several sharing a PostgreSQL feed (letters, digits and `-`, at most 32); it prefixes every session id.",
             value: "name", absent: "none"
         ) { name in
             name.count <= 32 && !name.isEmpty
@@ -239,21 +266,25 @@ extension ServerConfiguration {
         .seconds(
             "head-poll", \.headPollInterval, atLeast: .milliseconds(100),
             help: "Seconds between reads of a PostgreSQL feed's head even when no notification came."),
-        .list("feed", \.feeds, help: "Upstream RSS, Atom or JSON Feed URL a refresh of the feed main pulls (repeatable).", value: "url") {
+        .list(
+            "feed", \.feeds, help: "An upstream RSS, Atom, JSON Feed or CDF URL a refresh of the feed `main` pulls; repeat for several.", value: "url"
+        ) {
             UpstreamURL.problem(with: $0)
         },
         .list(
-            "upstream", \.upstreams, help: "Upstream of a named feed, NAME=URL: a refresh of the feed NAME pulls URL (repeatable).",
+            "upstream", \.upstreams,
+            help:
+                "An upstream of the feed `NAME`, given as `NAME=URL`, which a refresh of that feed pulls (and no other feed's); repeat for several.",
             value: "name=url"
         ) { UpstreamURL.problem(withNamed: $0) },
-        .int("max-feed-bytes", \.maxFeedBytes, 1...largestBuffer, help: "Largest upstream feed accepted, in bytes.", value: "bytes"),
+        .int("max-feed-bytes", \.maxFeedBytes, 1...largestBuffer, help: "A larger upstream feed fails the refresh.", value: "bytes"),
         .seconds("feed-timeout", \.feedTimeout, help: "Seconds an upstream download may take."),
         .optionalBool("demo", \.demo, help: "Seed an empty store with example items.", absent: "on without --feed"),
     ]
 
     /// The file of settings, read before the others; not itself a field.
     static let configurationFile = Setting(
-        key: "config", kind: .string, help: #"JSON file of settings, keyed by flag name: {"port": 8080, "trusted-proxy": ["10.0.0.1"]}."#,
+        key: "config", kind: .string, help: #"A JSON file of settings, keyed by flag name: `{"port": 8080, "trusted-proxy": ["10.0.0.1"]}`."#,
         valueName: "file", assign: { _, _ in }, check: { _ in nil }, describe: { _ in "" })
 
     /// The default of a setting, as `--help` shows it: `8080`, `none`.
@@ -424,7 +455,8 @@ extension ServerConfiguration.Setting {
     /// that makes the token necessary.
     static let publishingDisabled = Self(
         key: "disable-publishing", kind: .bool,
-        help: "Refuse every POST /api/items: a read-only server, which may listen beyond loopback without --publish-token.",
+        help:
+            "Refuse every `POST /api/items` (`403 publishing_disabled`): a read-only server, which may then listen beyond loopback without a token.",
         assign: { if case .bool(let value) = $1 { $0.publishingDisabled = value } },
         check: { configuration in
             guard !configuration.listensOnLoopbackOnly, configuration.publishToken == nil, configuration.authKeys.isEmpty,
