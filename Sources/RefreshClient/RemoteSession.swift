@@ -40,11 +40,15 @@ public actor RemoteSession {
     private var replacing: Task<Void, any Error>?
     /// Why the session cannot go on: a replacement the server refused for good.
     private var failure: RefreshError?
-    private var queue = SampleQueue()
+    private var queue: SampleQueue
+    /// The queue's timers: the next paced request's turn, and the wait a busy server asked for.
+    private var pacing: Task<Void, Never>?
+    private var pause: Task<Void, Never>?
     private var sampleBackoff = Backoff()
     private var flushed: [Int: CheckedContinuation<Void, Never>] = [:]
     private var flushes = 0
-    /// The clock of samples' `t` when the app gives none: milliseconds since the session began.
+    /// The queue's clock, and that of samples' `t` when the app gives none: the time since
+    /// the session began.
     private let began = ContinuousClock.now
     /// Where ``events`` is being read, and what came while no one read it.
     private var listener: AsyncThrowingStream<SessionEvent, any Error>.Continuation?
@@ -62,6 +66,7 @@ public actor RemoteSession {
         feed = created.feed
         id = created.id
         config = try ConfigCoding.config(created.config)
+        queue = SampleQueue(config: config)
         state = GestureState(created.state)
         if let page = created.firstPage {
             let update = ItemsUpdate(firstPage: page)
@@ -309,7 +314,8 @@ public actor RemoteSession {
         self.config = config
         state = GestureState(created.state)
         lastEventID = "0"
-        queue.sessionReplaced()
+        queue.sessionReplaced(config: config)
+        stopQueueTimers()
         resumeFlushed()
         let resumed = created.resumed ?? false
         if !resumed { shows = Shows() }
@@ -324,7 +330,8 @@ public actor RemoteSession {
 
     private func fail(_ error: RefreshError) {
         failure = error
-        queue.sessionReplaced()
+        queue.sessionReplaced(config: nil)
+        stopQueueTimers()
         resumeFlushed()
         listener?.finish(throwing: error)
         listener = nil
@@ -336,24 +343,30 @@ public actor RemoteSession {
     /// (the `seq` of the state that answers it, or of a later one); `nil` once the session
     /// is closed or has failed.
     ///
-    /// One request goes out at a time, and a newer drag or scroll sample replaces one still
-    /// queued; a release replaces every queued position and goes out at once (beside a
-    /// request of positions still out), and is never dropped: a busy server is waited for,
-    /// and the release sent again.
+    /// The queue follows the page's rules: up to three requests of positions out at once,
+    /// paced at frame rate (or the round trip divided by three when that is longer), and a
+    /// newer drag or scroll sample replaces one still queued; a sample that crosses a
+    /// threshold goes without waiting for its turn; a release replaces every queued position
+    /// and goes out at once, with what is posted right after it, and is never dropped: a
+    /// busy server is waited for, and the release sent again.
     /// The sample's own `seq` is not used; a `t` of `0` is stamped with the milliseconds
     /// since the session began.
     @discardableResult
     public func post(_ sample: Sample) -> Int? {
         guard !closed, failure == nil else { return nil }
         var sample = sample
+        let now = elapsed
         if sample.t == 0 {
-            let elapsed = (ContinuousClock.now - began).components
-            sample.t = Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
+            let parts = now.components
+            sample.t = Double(parts.seconds) * 1000 + Double(parts.attoseconds) / 1e15
         }
-        let (seq, action) = queue.samplePushed(sample)
+        let (seq, action) = queue.samplePushed(sample, now: now)
         perform(action)
         return seq
     }
+
+    /// The queue's `now`.
+    private var elapsed: Duration { ContinuousClock.now - began }
 
     /// Queues the scroll view's offset `y` (UIKit's `contentOffset.y`: negative when pulled
     /// down past the top), as ``post(_:)`` does. Heights may be left out while unchanged.
@@ -382,19 +395,37 @@ public actor RemoteSession {
     }
 
     private func perform(_ action: SampleQueue.Action) {
+        let generation = generation
         switch action {
         case .send(let request):
-            let target = (id, generation)
-            Task { await self.send(request, to: target.0, generation: target.1) }
+            let id = id
+            Task { await self.send(request, to: id, generation: generation) }
+        case .sendSoon:
+            // After what is already waiting for the actor: a sample posted right after this
+            // one (where the list rests after a release) goes in the same request.
+            Task { self.turnEnded(generation: generation) }
+        case .wake(let wait):
+            pacing?.cancel()
+            pacing = Task {
+                do { try await Task.sleep(for: wait) } catch { return }
+                self.timerFired(generation: generation)
+            }
         case .pause(let wait):
-            let generation = generation
-            Task {
-                try? await Task.sleep(for: wait)
+            pause?.cancel()
+            pause = Task {
+                do { try await Task.sleep(for: wait) } catch { return }
                 self.pauseEnded(generation: generation)
             }
         case .none:
             if queue.isEmpty { resumeFlushed() }
         }
+    }
+
+    private func stopQueueTimers() {
+        pacing?.cancel()
+        pacing = nil
+        pause?.cancel()
+        pause = nil
     }
 
     private func send(_ request: SampleQueue.Request, to id: String, generation: Int) async {
@@ -418,12 +449,22 @@ public actor RemoteSession {
             try? await replace(after: generation)
             return
         }
-        perform(queue.requestFinished(request.id, answer))
+        perform(queue.requestFinished(request.id, answer, now: elapsed))
+    }
+
+    private func turnEnded(generation: Int) {
+        guard generation == self.generation, !closed else { return }
+        perform(queue.turnEnded(now: elapsed))
+    }
+
+    private func timerFired(generation: Int) {
+        guard generation == self.generation, !closed else { return }
+        perform(queue.timerFired(now: elapsed))
     }
 
     private func pauseEnded(generation: Int) {
         guard generation == self.generation, !closed else { return }
-        perform(queue.pauseEnded())
+        perform(queue.pauseEnded(now: elapsed))
     }
 
     private func resumeFlushed() {
@@ -468,7 +509,8 @@ public actor RemoteSession {
         listener?.finish()
         listener = nil
         replacing?.cancel()
-        queue.sessionReplaced()
+        queue.sessionReplaced(config: nil)
+        stopQueueTimers()
         resumeFlushed()
         try? await client.delete(id)
     }

@@ -255,8 +255,8 @@ import Testing
     /// Under a flood of drags that the server's sample rate turns away (`429`), the release
     /// that follows is still delivered, and its refresh runs.
     @Test func aReleaseIsNeverDroppedUnderAFloodOfDrags() async throws {
-        // One sample a second: the client sends one request at a time, so a 429 needs two
-        // requests within a second, whatever a loaded machine makes of each round trip.
+        // One sample a second: a 429 needs two requests within a second, which the client
+        // sends however slow a loaded machine makes each round trip (even one at a time).
         let configuration = LiveServer.configuration { $0.maxSamplesPerSecond = 1 }
         try await LiveServer.run(configuration) { server in
             try await Self.withProxy(to: server) { proxy in

@@ -3,307 +3,223 @@ import Testing
 
 @testable import RefreshClient
 
-/// The queue's rules, walked step by step: every push, answer and pause end with the action
-/// the queue asks for.
+/// The queue's rules: the shared table of cases (the page walks it too), the actions an owner
+/// performs, and random walks checked against the rules.
 @Suite struct SampleQueueTests {
-    /// One input to the queue and what it must answer.
-    enum Step {
-        /// Pushes a sample; the queue answers this `seq` and this action.
-        case push(Sample.Phase, y: Double, seq: Int, then: SampleQueue.Action)
-        case finished(Int, SampleQueue.Answer, then: SampleQueue.Action)
-        case pauseEnded(then: SampleQueue.Action)
-        case replaced
-        case empty(Bool)
+    static let table = try? QueueTable.loaded.get()
+
+    @Test func theSharedTableIsRead() throws {
+        let table = try QueueTable.loaded.get()
+        #expect(table.cases.count >= 20)
+        #expect(table.watch.count >= 5)
     }
 
-    static func drag(_ y: Double, _ seq: Int) -> Sample { Sample(seq: seq, y: y, phase: .drag) }
-    static func release(_ y: Double, _ seq: Int) -> Sample { Sample(seq: seq, y: y, phase: .release) }
-    static func scroll(_ y: Double, _ seq: Int) -> Sample { Sample(seq: seq, y: y, phase: .scroll) }
-    static func send(_ id: Int, _ samples: Sample...) -> SampleQueue.Action { .send(.init(id: id, samples: samples)) }
-
-    static let wait = Duration.seconds(1)
-
-    static let walks: [(String, [Step])] = [
-        (
-            "one request of positions out at a time; a newer drag replaces the one queued",
-            [
-                .push(.drag, y: -10, seq: 1, then: send(1, drag(-10, 1))),
-                .push(.drag, y: -20, seq: 2, then: .none),
-                .push(.drag, y: -30, seq: 3, then: .none),
-                .push(.scroll, y: -35, seq: 4, then: .none),
-                .empty(false),
-                .finished(1, .taken, then: send(2, scroll(-35, 4))),
-                .finished(2, .taken, then: .none),
-                .empty(true),
-            ]
-        ),
-        (
-            "a release goes out at once beside a drag still out, replacing the queued positions; later drags wait for the positions' slot",
-            [
-                .push(.drag, y: -10, seq: 1, then: send(1, drag(-10, 1))),
-                .push(.drag, y: -90, seq: 2, then: .none),
-                .push(.release, y: -95, seq: 3, then: send(2, release(-95, 3))),
-                .push(.drag, y: -40, seq: 4, then: .none),
-                .push(.drag, y: -30, seq: 5, then: .none),
-                .finished(2, .taken, then: .none),
-                .finished(1, .taken, then: send(3, drag(-30, 5))),
-                .finished(3, .taken, then: .none),
-                .empty(true),
-            ]
-        ),
-        (
-            "two releases in a row: the second waits for the first's slot, and both are sent",
-            [
-                .push(.drag, y: -10, seq: 1, then: send(1, drag(-10, 1))),
-                .push(.release, y: -90, seq: 2, then: send(2, release(-90, 2))),
-                .push(.release, y: -20, seq: 3, then: .none),
-                .finished(2, .taken, then: send(3, release(-20, 3))),
-                .finished(1, .taken, then: .none),
-                .finished(3, .taken, then: .none),
-                .empty(true),
-            ]
-        ),
-        (
-            "a refused release is put back with a newer seq and sent after the pause",
-            [
-                .push(.release, y: -90, seq: 1, then: send(1, release(-90, 1))),
-                .finished(1, .notNow(retryAfter: wait), then: .pause(wait)),
-                .empty(false),
-                .push(.drag, y: -5, seq: 3, then: .none),
-                .pauseEnded(then: send(2, release(-90, 2), drag(-5, 3))),
-                .finished(2, .notNow(retryAfter: .seconds(2)), then: .pause(.seconds(2))),
-                // The release again, and the drag (still the newest sample pushed) after it.
-                .pauseEnded(then: send(3, release(-90, 4), drag(-5, 5))),
-                .finished(3, .taken, then: .none),
-                .empty(true),
-            ]
-        ),
-        (
-            "a refused release stays ahead of a drag pushed while it was out",
-            [
-                .push(.release, y: -90, seq: 1, then: send(1, release(-90, 1))),
-                .push(.drag, y: -3, seq: 2, then: .none),
-                .finished(1, .notNow(retryAfter: wait), then: .pause(wait)),
-                .pauseEnded(then: send(2, release(-90, 3), drag(-3, 4))),
-            ]
-        ),
-        (
-            "a refused drag is put back while nothing newer was pushed",
-            [
-                .push(.drag, y: -10, seq: 1, then: send(1, drag(-10, 1))),
-                .finished(1, .notNow(retryAfter: wait), then: .pause(wait)),
-                .pauseEnded(then: send(2, drag(-10, 2))),
-            ]
-        ),
-        (
-            "a refused drag is dropped when a newer one is queued",
-            [
-                .push(.drag, y: -10, seq: 1, then: send(1, drag(-10, 1))),
-                .push(.drag, y: -20, seq: 2, then: .none),
-                .finished(1, .notNow(retryAfter: wait), then: .pause(wait)),
-                .pauseEnded(then: send(2, drag(-20, 3))),
-            ]
-        ),
-        (
-            "a refused drag is dropped when a newer one was pushed during the pause",
-            [
-                .push(.drag, y: -10, seq: 1, then: send(1, drag(-10, 1))),
-                .finished(1, .notNow(retryAfter: wait), then: .pause(wait)),
-                .push(.drag, y: -20, seq: 3, then: .none),
-                .pauseEnded(then: send(2, drag(-20, 3))),
-            ]
-        ),
-        (
-            "positions pushed after a release wait for it; a refused release comes back ahead of them",
-            [
-                .push(.drag, y: -10, seq: 1, then: send(1, drag(-10, 1))),
-                .push(.release, y: -90, seq: 2, then: send(2, release(-90, 2))),
-                .push(.drag, y: -40, seq: 3, then: .none),
-                .finished(1, .taken, then: .none),
-                .finished(2, .notNow(retryAfter: wait), then: .pause(wait)),
-                .pauseEnded(then: send(3, release(-90, 4), drag(-40, 5))),
-            ]
-        ),
-        (
-            "a refused drag is dropped for a newer drag, a refused release never",
-            [
-                .push(.drag, y: -10, seq: 1, then: send(1, drag(-10, 1))),
-                .push(.release, y: -90, seq: 2, then: send(2, release(-90, 2))),
-                .push(.drag, y: -50, seq: 3, then: .none),
-                .finished(1, .notNow(retryAfter: wait), then: .pause(wait)),
-                .finished(2, .notNow(retryAfter: wait), then: .none),
-                .pauseEnded(then: send(3, release(-90, 5), drag(-50, 6))),
-            ]
-        ),
-        (
-            "nothing goes out during a pause, and answers or pause ends out of turn do nothing",
-            [
-                .pauseEnded(then: .none),
-                .finished(7, .taken, then: .none),
-                .push(.drag, y: -10, seq: 1, then: send(1, drag(-10, 1))),
-                .pauseEnded(then: .none),
-                .finished(1, .notNow(retryAfter: wait), then: .pause(wait)),
-                .push(.drag, y: -20, seq: 3, then: .none),
-                .push(.release, y: -20, seq: 4, then: .none),
-                .finished(1, .taken, then: .none),
-                .pauseEnded(then: send(2, release(-20, 4))),
-                .pauseEnded(then: .none),
-            ]
-        ),
-        (
-            "a replaced session forgets the queue and the requests still out, never the numbering",
-            [
-                .push(.drag, y: -10, seq: 1, then: send(1, drag(-10, 1))),
-                .push(.release, y: -90, seq: 2, then: send(2, release(-90, 2))),
-                .push(.drag, y: -20, seq: 3, then: .none),
-                .replaced,
-                .empty(true),
-                .finished(1, .taken, then: .none),
-                .push(.drag, y: -5, seq: 4, then: send(3, drag(-5, 4))),
-                .finished(3, .taken, then: .none),
-                .empty(true),
-            ]
-        ),
-        (
-            "a replacement during a pause: the pause's end sends nothing",
-            [
-                .push(.release, y: -90, seq: 1, then: send(1, release(-90, 1))),
-                .finished(1, .notNow(retryAfter: wait), then: .pause(wait)),
-                .replaced,
-                .pauseEnded(then: .none),
-                .push(.drag, y: -5, seq: 3, then: send(2, drag(-5, 3))),
-            ]
-        ),
-    ]
-
-    @Test(arguments: walks.indices)
-    func walk(_ index: Int) {
-        let (name, steps) = Self.walks[index]
-        var queue = SampleQueue()
-        for (number, step) in steps.enumerated() {
-            let at = Comment(rawValue: "\(name), step \(number + 1)")
-            switch step {
-            case .push(let phase, let y, let seq, let expected):
-                // The sample's own seq is replaced by the queue's.
-                let (given, action) = queue.samplePushed(Sample(seq: 999, y: y, phase: phase))
-                #expect(given == seq, at)
-                #expect(action == expected, at)
-            case .finished(let id, let answer, let expected):
-                #expect(queue.requestFinished(id, answer) == expected, at)
-            case .pauseEnded(let expected):
-                #expect(queue.pauseEnded() == expected, at)
-            case .replaced:
-                queue.sessionReplaced()
-            case .empty(let expected):
-                #expect(queue.isEmpty == expected, at)
+    /// Every case of the shared table, walked as `RemoteSession` performs the queue: after
+    /// each step, the requests that left during it, the `seq`s given, what is still out.
+    @Test(arguments: table?.cases ?? [])
+    func walk(_ walk: QueueTable.Case) throws {
+        let table = try QueueTable.loaded.get()
+        let config = (walk.config ?? table.config).refreshConfig
+        var owner = QueueOwner(SampleQueue(config: config))
+        for (number, step) in walk.steps.enumerated() {
+            let at = Comment(rawValue: "step \(number + 1): \(step)")
+            let before = owner.sent.count
+            switch step.input {
+            case .push(let samples):
+                let seqs = owner.push(samples.map(\.sample))
+                if let expected = step.seqs { #expect(seqs == expected, at) }
+            case .time(let time):
+                owner.pass(time)
+            case .answer(let request, let answer):
+                try #require(request <= owner.sent.count, at)
+                owner.answer(request, answer)
+            case .reset(let next):
+                owner.reset((next ?? walk.config ?? table.config).refreshConfig)
             }
+            #expect(owner.sent[before...].map { QueueTable.Request($0.request) } == step.sent, at)
+            if let out = step.out { #expect(owner.out == out, at) }
+            if let empty = step.empty { #expect(owner.queue.isEmpty == empty, at) }
         }
     }
 
-    /// Heights are sent only when they change, so a sample that takes another's place (a
-    /// newer position, a release, the one after a refused position) keeps the heights it did
-    /// not give itself.
-    @Test func aSampleThatTakesAnothersPlaceKeepsItsHeights() {
-        var queue = SampleQueue()
-        #expect(queue.samplePushed(Sample(seq: 0, y: -10)).action == Self.send(1, Sample(seq: 1, y: -10)))
-        _ = queue.samplePushed(Sample(seq: 0, y: -20, contentHeight: 2000, viewportHeight: 800))
-        _ = queue.samplePushed(Sample(seq: 0, y: -30))
-        #expect(queue.requestFinished(1, .taken) == Self.send(2, Sample(seq: 3, y: -30, contentHeight: 2000, viewportHeight: 800)))
-        _ = queue.samplePushed(Sample(seq: 0, y: -40, contentHeight: 2100))
-        #expect(
-            queue.samplePushed(Sample(seq: 0, y: -40, phase: .release)).action
-                == Self.send(3, Sample(seq: 5, y: -40, phase: .release, contentHeight: 2100)))
-        _ = queue.samplePushed(Sample(seq: 0, y: -50))
-        #expect(queue.requestFinished(2, .notNow(retryAfter: Self.wait)) == .pause(Self.wait))
-        #expect(queue.requestFinished(3, .taken) == .none)
-        #expect(queue.pauseEnded() == Self.send(4, Sample(seq: 7, y: -50, contentHeight: 2000, viewportHeight: 800)))
+    @Test(arguments: table?.watch ?? [])
+    func thresholdWatch(_ walk: QueueTable.Watch) {
+        var watch = ThresholdWatch(walk.config.refreshConfig)
+        #expect(walk.samples.map { watch.crosses($0.sample) } == walk.crosses)
     }
 
-    /// Random walks, each checked against the rules: a request of positions only when none
-    /// is out, a request with a release only beside a request of positions; nothing sent during a
-    /// pause; `seq` strictly increasing in the order samples leave; a queued position
-    /// replaced by a newer one; every release pushed taken once, in the order pushed.
-    @Test(arguments: 0..<20)
+    static func drag(_ y: Double, _ seq: Int = 0) -> Sample { Sample(seq: seq, y: y, phase: .drag) }
+    static func release(_ y: Double, _ seq: Int = 0) -> Sample { Sample(seq: seq, y: y, phase: .release) }
+    static func send(_ id: Int, _ slot: SampleQueue.Slot, _ samples: Sample...) -> SampleQueue.Action {
+        .send(.init(id: id, slot: slot, samples: samples))
+    }
+
+    static let frame = SampleQueue.frame
+    static let wait = Duration.seconds(1)
+
+    /// What the owner is asked to do, action by action: samples pushed wait for the end of
+    /// the turn, a position too soon for its turn asks for a timer, a refusal for a pause
+    /// (none when a pause already lasts as long), and a timer or pause that fires early, or
+    /// an answer for no request out, does nothing.
+    @Test func theActionsTheOwnerPerforms() {
+        var queue = SampleQueue()
+        #expect(queue.turnEnded(now: .zero) == .none)
+        #expect(queue.pushed(Self.drag(-10), now: .zero) == Pushed(1, .sendSoon))
+        #expect(queue.pushed(Self.drag(-15), now: .zero) == Pushed(2, .none))
+        #expect(queue.turnEnded(now: .zero) == Self.send(1, .paced, Self.drag(-15, 2)))
+        #expect(queue.turnEnded(now: .zero) == .none)
+        #expect(queue.pushed(Self.drag(-20), now: .milliseconds(10)) == Pushed(3, .wake(after: Self.frame - .milliseconds(10))))
+        #expect(queue.pushed(Self.drag(-30), now: .milliseconds(12)) == Pushed(4, .none))
+        #expect(queue.timerFired(now: Self.frame - .nanoseconds(1)) == .none)
+        #expect(queue.timerFired(now: Self.frame) == Self.send(2, .paced, Self.drag(-30, 4)))
+        #expect(queue.timerFired(now: Self.frame) == .none)
+        // The newest position is put back; the older one is dropped, and the same wait asks
+        // for no second pause.
+        #expect(queue.requestFinished(2, .notNow(retryAfter: Self.wait), now: Self.frame) == .pause(Self.wait))
+        #expect(queue.requestFinished(1, .notNow(retryAfter: Self.wait), now: Self.frame) == .none)
+        #expect(queue.requestFinished(1, .taken, now: Self.frame) == .none)
+        #expect(queue.requestFinished(7, .taken, now: Self.frame) == .none)
+        #expect(queue.pushed(Self.release(-40), now: Self.frame) == Pushed(7, .none))
+        #expect(queue.pauseEnded(now: Self.frame + Self.wait - .nanoseconds(1)) == .none)
+        #expect(queue.pushed(Self.drag(-50), now: Self.frame) == Pushed(8, .none))
+        #expect(queue.pauseEnded(now: Self.frame + Self.wait) == Self.send(3, .release, Self.release(-40, 7), Self.drag(-50, 8)))
+        #expect(queue.pauseEnded(now: Self.frame + Self.wait) == .none)
+        #expect(queue.requestFinished(3, .notNow(retryAfter: Self.wait), now: .seconds(2)) == .pause(Self.wait))
+        #expect(queue.requestFinished(3, .notNow(retryAfter: .seconds(5)), now: .seconds(2)) == .none)
+        #expect(queue.isEmpty == false)
+        queue.sessionReplaced(config: nil)
+        #expect(queue.isEmpty)
+        #expect(queue.pauseEnded(now: .seconds(3)) == .none)
+        #expect(queue.pushed(Self.drag(-5), now: .seconds(3)) == Pushed(11, .sendSoon))
+    }
+
+    /// A refused request is answered once: a second answer for it does nothing, and the pause
+    /// a later refusal asks for lasts as long as the longer of the two.
+    @Test func aLaterRefusalLengthensThePauseOnly() {
+        var queue = SampleQueue()
+        _ = queue.samplePushed(Self.drag(-10), now: .zero)
+        #expect(queue.turnEnded(now: .zero) == Self.send(1, .paced, Self.drag(-10, 1)))
+        _ = queue.samplePushed(Self.drag(-20), now: .milliseconds(20))
+        #expect(queue.turnEnded(now: .milliseconds(20)) == Self.send(2, .paced, Self.drag(-20, 2)))
+        #expect(queue.requestFinished(1, .notNow(retryAfter: .seconds(1)), now: .milliseconds(20)) == .pause(.seconds(1)))
+        #expect(queue.requestFinished(1, .notNow(retryAfter: .seconds(9)), now: .milliseconds(20)) == .none)
+        #expect(queue.requestFinished(2, .notNow(retryAfter: .seconds(2)), now: .milliseconds(500)) == .pause(.seconds(2)))
+        #expect(queue.pauseEnded(now: .milliseconds(1020)) == .none)
+        #expect(queue.pauseEnded(now: .milliseconds(2500)) == Self.send(3, .paced, Self.drag(-20, 3)))
+    }
+
+    /// Random walks, each checked against the rules: at most `maxInFlight` paced requests out,
+    /// one crossing and one release; no position sent while a release is out; nothing sent
+    /// during a pause; without thresholds (no crossings), a paced request at least a frame
+    /// after the one before it; `seq` strictly increasing in the order samples leave; a
+    /// queued position replaced by a newer one; every release pushed taken once, in order.
+    @Test(arguments: 0..<40)
     func randomWalk(_ seed: UInt64) {
         var random = SplitMix(seed: seed)
-        var queue = SampleQueue()
-        var out: [Int: [Sample]] = [:]
-        var paused = false
-        var lastSent = 0
+        // Odd seeds judge crossings by the default thresholds; even ones have none, so every
+        // paced request waits for its turn.
+        let thresholds = seed % 2 == 1
+        var owner = QueueOwner(SampleQueue(config: thresholds ? Preset.standard.config : nil))
+        var out: [Int: SampleQueue.Slot] = [:]
+        var checked = 0
+        var lastSeq = 0
+        var lastSent: Duration?
         var releasesPushed: [Double] = []
         var releasesTaken: [Double] = []
-        var nextY = 1.0
+        var nextY = 0.0
 
-        func perform(_ action: SampleQueue.Action) {
-            switch action {
-            case .send(let request):
-                let batch = request.samples
-                let carriesRelease = { (batch: [Sample]) in batch.contains { $0.phase == .release } }
-                #expect(!paused, "seed \(seed): a request during a pause")
-                if carriesRelease(batch) {
-                    #expect(!out.values.contains(where: carriesRelease), "seed \(seed): a second release request while one is out")
-                } else {
-                    #expect(out.isEmpty, "seed \(seed): a request of positions while another request is out")
+        func check() {
+            for sent in owner.sent[checked...] {
+                checked += 1
+                let request = sent.request
+                let slots = Array(out.values)
+                #expect(!sent.duringPause, "seed \(seed): a request during a pause")
+                #expect(!slots.contains(.release) || request.slot == .release, "seed \(seed): a position overtaking a release")
+                switch request.slot {
+                case .paced:
+                    #expect(slots.count(where: { $0 == .paced }) < SampleQueue.maxInFlight, "seed \(seed): a fourth paced request")
+                    if !thresholds, let lastSent { #expect(sent.at - lastSent >= SampleQueue.frame, "seed \(seed): a paced request before its turn") }
+                case .crossing:
+                    #expect(thresholds && !slots.contains(.crossing), "seed \(seed): a second crossing request")
+                case .release:
+                    #expect(!slots.contains(.release), "seed \(seed): a second release request")
+                    #expect(request.samples.first?.phase == .release)
                 }
-                #expect(!batch.isEmpty)
-                #expect(out[request.id] == nil)
-                for sample in batch {
-                    #expect(sample.seq > lastSent, "seed \(seed): seq \(sample.seq) after \(lastSent)")
-                    lastSent = sample.seq
+                if request.slot != .release { #expect(request.samples.count == 1 && request.samples[0].phase != .release) }
+                for sample in request.samples {
+                    #expect(sample.seq > lastSeq, "seed \(seed): seq \(sample.seq) after \(lastSeq)")
+                    lastSeq = sample.seq
                 }
                 // A newer position replaced the one queued before it: two positions are never
                 // sent back to back, only with a release between them.
-                let positions = zip(batch, batch.dropFirst()).filter { $0.phase != .release && $1.phase != .release }
-                #expect(positions.isEmpty, "seed \(seed): two positions in a row in \(batch)")
-                out[request.id] = batch
-            case .pause:
-                #expect(!paused)
-                paused = true
-            case .none:
-                break
+                let positions = zip(request.samples, request.samples.dropFirst()).filter { $0.phase != .release && $1.phase != .release }
+                #expect(positions.isEmpty, "seed \(seed): two positions in a row in \(request.samples)")
+                out[checked] = request.slot
+                lastSent = sent.at
             }
         }
 
-        func finish(_ id: Int, refused: Bool) {
-            let batch = out.removeValue(forKey: id) ?? []
+        func answer(_ number: Int, refused: Bool) {
+            out.removeValue(forKey: number)
             if refused {
-                perform(queue.requestFinished(id, .notNow(retryAfter: .seconds(1))))
+                owner.answer(number, .notNow(retryAfter: .milliseconds(Int(random.next() % 300))))
             } else {
-                releasesTaken += batch.filter { $0.phase == .release }.map { -$0.y }
-                perform(queue.requestFinished(id, .taken))
+                releasesTaken += owner.sent[number - 1].request.samples.filter { $0.phase == .release }.map { -$0.y }
+                owner.answer(number, .taken)
             }
+            check()
         }
 
-        for _ in 0..<300 {
-            switch random.next() % 6 {
+        for _ in 0..<400 {
+            switch random.next() % 8 {
             case 0, 1, 2:
                 nextY += 1
-                let phase: Sample.Phase = random.next() % 4 == 0 ? .release : .drag
+                let phase: Sample.Phase = random.next() % 5 == 0 ? .release : .drag
+                // Offsets that wander across the top threshold (80) and back.
+                let y = -Double(Int(nextY) % 120)
                 if phase == .release { releasesPushed.append(nextY) }
-                perform(queue.samplePushed(Sample(seq: 0, y: -nextY, phase: phase)).action)
+                _ = owner.push([Sample(seq: 0, y: phase == .release ? -nextY : y, phase: phase)])
+                check()
             case 3, 4:
-                guard let id = out.keys.sorted().randomElement(using: &random) else { continue }
-                finish(id, refused: random.next() % 3 == 0)
+                guard let number = out.keys.sorted().randomElement(using: &random) else { continue }
+                answer(number, refused: random.next() % 3 == 0)
             default:
-                guard paused else { continue }
-                paused = false
-                perform(queue.pauseEnded())
+                owner.pass(.milliseconds(Int(random.next() % 40)))
+                check()
             }
         }
-        // Drain: end the pause, take every request.
+        // Drain: let time pass, take every request.
         for _ in 0..<1000 {
-            if paused {
-                paused = false
-                perform(queue.pauseEnded())
-            } else if let id = out.keys.min() {
-                finish(id, refused: false)
+            if let number = out.keys.min() {
+                answer(number, refused: false)
+            } else if !owner.queue.isEmpty {
+                owner.pass(.seconds(1))
+                check()
             } else {
                 break
             }
         }
-        #expect(queue.isEmpty)
+        #expect(owner.queue.isEmpty)
         // Releases come back in the order pushed even when one is refused and sent again.
         #expect(releasesTaken == releasesPushed, "seed \(seed): every release taken once, in order")
+    }
+}
+
+/// ``SampleQueue/samplePushed(_:now:)``'s answer as one value, to compare whole.
+struct Pushed: Equatable {
+    var seq: Int
+    var action: SampleQueue.Action
+
+    init(_ seq: Int, _ action: SampleQueue.Action) {
+        self.seq = seq
+        self.action = action
+    }
+}
+
+extension SampleQueue {
+    mutating func pushed(_ sample: Sample, now: Duration) -> Pushed {
+        let (seq, action) = samplePushed(sample, now: now)
+        return Pushed(seq, action)
     }
 }
 
