@@ -429,7 +429,7 @@ export class PullToRefreshElement extends HTMLElement {
     const on = (name, handler) => session.addEventListener(name, handler, { signal });
     on("open", (event) => {
       this.dataset.session = event.detail.id;
-      // A new session's `seq`s start over: nothing of the old one's pull is waited for.
+      // A new session's states start afresh: nothing of the old one's pull is waited for.
       this.#state = { ...event.detail.state, seq: null };
       this.#letGo = null;
       this.#place();

@@ -90,19 +90,20 @@ export class RequestError extends Error {
   }
 }
 
-/** How many sample requests may be out at once, paced (see SampleQueue). Over HTTP/1.1 a
- *  page has six connections to an origin and the event stream holds one: three paced
- *  samples leave one for a sample that crosses a threshold and one for the release, which
- *  both go out at once, so none of them ever waits in the browser's own queue for a
+/** How many sample requests may be out at once, paced (see SampleQueue, rule 1). Over
+ *  HTTP/1.1 a page has six connections to an origin and the event stream holds one: three
+ *  paced samples leave one for a sample that crosses a threshold and one for the release,
+ *  which both go out at once, so none of them ever waits in the browser's own queue for a
  *  connection (docs/page.md, "On a slow network"). */
 export const MAX_IN_FLIGHT = 3;
 
 /** Which side of a threshold a position is on, as the server will judge it from the
  *  session's config: the sample that lands on the other side of one than the sample before
  *  it is the one whose answer changes the label (or, with the `cross` trigger, starts the
- *  action), so it is the one sample worth sending without waiting for its turn. This
- *  decides only when a sample goes out: what the page shows is still the server's answer,
- *  and a wrong guess here costs a request sent early, nothing else. */
+ *  action), so it is the one sample worth sending without waiting for its turn (SampleQueue,
+ *  rule 5). This decides only when a sample goes out: what the page shows is still the
+ *  server's answer, and a wrong guess here costs a request sent early, nothing else. The
+ *  Swift client's `ThresholdWatch` is the same rule, held to it by the same table. */
 export class ThresholdWatch {
   #config;
   #baseline = null;
@@ -137,92 +138,139 @@ export class ThresholdWatch {
 /** One frame at 60 Hz: samples go out no more often than the screen changes. */
 const FRAME_MS = 1000 / 60;
 
-/** Posts samples in order, pipelined: up to MAX_IN_FLIGHT requests out at once, so that a
- *  pull reaches the server at frame rate, or as near as the round trip allows, instead of
- *  once per round trip. Requests go out evenly, one per frame or one per round trip divided
- *  by MAX_IN_FLIGHT, whichever is longer, each as soon as that allows: so the newest position
- *  never waits longer than that for its turn (a burst of requests would leave it a gap of
- *  most of a round trip). The server applies samples by `seq` and ignores one older than
- *  what it has, so requests may overtake each other on their way.
+/** The page's own clock and timers; a test gives the queue one it drives by hand. */
+const PAGE_CLOCK = {
+  now: () => performance.now(),
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (timer) => clearTimeout(timer),
+};
+
+/** Heights are sent only when they change: a sample that takes another's place keeps the
+ *  heights it does not give itself, or the server would never learn them. */
+function inheritHeights(entry, replaced) {
+  const heights = {};
+  if (entry.sample.contentHeight == null && replaced.sample.contentHeight != null) heights.contentHeight = replaced.sample.contentHeight;
+  if (entry.sample.viewportHeight == null && replaced.sample.viewportHeight != null) heights.viewportHeight = replaced.sample.viewportHeight;
+  if (Object.keys(heights).length > 0) entry.sample = { ...entry.sample, ...heights };
+}
+
+/** Posts samples in order, pipelined, so that a pull reaches the server at frame rate, or as
+ *  near as the round trip allows, instead of once per round trip. The rule is the Swift
+ *  client's too, stated in `Sources/RefreshClient/SampleQueue.swift`; the same numbers, in
+ *  brief (one table of cases, `Tests/fixtures/sample-queue-cases.json`, holds both to it):
  *
- *  A sample that crosses a threshold (`crosses` says which) does not wait for its turn: it
- *  goes out at once in a slot of its own beside the paced ones, or, while that one is still
- *  out, in the next paced slot free, so that the label it changes is one round trip away
- *  from the crossing on screen, not that plus a wait.
- *
- *  A newer drag or scroll sample replaces a queued one. A release replaces every queued
- *  position (it carries its own offset) and goes out at once, with whatever is posted in the
- *  same task (where the list rests after it) in the same request; it is never dropped, not
- *  even when the server turns it away for a while. A refused request stops the queue for as
- *  long as the server asked. */
+ *  1. Slots: up to `maxInFlight` (3) paced requests out at once, one crossing request and
+ *     one release request.
+ *  2. Pacing: a paced request goes out one spacing after the last request of any slot (a
+ *     frame, or the round trip divided by `maxInFlight` when that is longer), or at once when
+ *     that is past; the round trip moves a quarter of the way to each request taken.
+ *  3. Replacement: a newer drag or scroll sample replaces a queued one, keeping the heights
+ *     it does not give itself.
+ *  4. Release: it replaces every queued position (keeping their heights) and goes out at
+ *     once in the release slot, with what is pushed after it in the same task; a second
+ *     release, and positions pushed while one is out, wait for its answer.
+ *  5. Crossing: a position on the other side of a threshold (`ThresholdWatch`) goes out at
+ *     once, in the crossing slot, or while that is out, in a free paced one.
+ *  6. Refusal: a request not taken now puts back its releases, and its position while that
+ *     is still the newest pushed; a refused crossing is still one. Nothing goes out until
+ *     the wait is over; a later refusal may lengthen it, never shorten it.
+ *  7. Numbering: `seq` strictly increases in the order samples leave, for the queue's whole
+ *     life; samples put back take new ones, in the order they were pushed.
+ *  8. Reset: a new session drops what is queued, the timers and the pause, and forgets the
+ *     requests out (their answers are ignored, their slots free); the numbering goes on. */
 export class SampleQueue {
+  /** The queued line: each sample with the order it was pushed in, which putting it back
+   *  does not change (its `seq` it does). */
   #queue = [];
-  /** Paced requests out, and whether the crossing's own slot is taken (a release takes
-   *  none: it always goes). */
+  /** The line holds a crossing: its next request goes without waiting for its turn. */
+  #crossing = false;
+  /** Requests out, by slot. */
   #paced = 0;
   #crossingOut = false;
-  /** A sample that crosses a threshold is queued: the next request goes without its turn. */
-  #hurry = false;
+  #releaseOut = false;
   /** When the last request went out, and the timer for the next when it is too soon. */
   #lastSent = -Infinity;
   #timer = null;
   /** The round trip of a sample request, smoothed over the last few. */
   #roundTrip = 0;
   #urgent = false;
+  /** The wait a refusal asked for, and when it ends. */
   #pause = null;
+  #pauseEnds = -Infinity;
   #seq = 0;
+  #pushed = 0;
   /** Which session the queued samples belong to: a sample sent for an earlier one is
-   *  never put back in line, and a wait it was told to keep ends with it. */
+   *  never put back in line, and its answer frees no slot. */
   #generation = 0;
+  #watch;
+  #clock;
 
-  /** @param {(samples: object[]) => Promise<number|undefined>} send  posts one request;
-   *  resolves to a number of milliseconds when the server could not take the samples now:
-   *  the queue waits that long, then sends them again unless newer ones replaced them.
+  /** @param {(samples: object[], slot: string) => Promise<number|undefined>} send  posts one
+   *  request ("paced", "crossing" or "release"); resolves to a number of milliseconds when
+   *  the server could not take the samples now: the queue waits that long, then sends them
+   *  again unless newer ones replaced them.
    *  @param {object} [options]
    *  @param {number} [options.maxInFlight]  paced requests out at once (MAX_IN_FLIGHT)
-   *  @param {(sample: object) => boolean} [options.crosses]  told of every sample pushed, in
-   *  order: whether it crosses a threshold (a ThresholdWatch's `crosses`). */
-  constructor(send, { maxInFlight = MAX_IN_FLIGHT, crosses = () => false } = {}) {
+   *  @param {object} [options.config]  the session's config: where its thresholds are
+   *  @param {{now: () => number, setTimeout: Function, clearTimeout: Function}} [options.clock]
+   *  the clock and timers, the page's own unless a test drives them. */
+  constructor(send, { maxInFlight = MAX_IN_FLIGHT, config = null, clock = PAGE_CLOCK } = {}) {
     this.send = send;
     this.maxInFlight = maxInFlight;
-    this.crosses = crosses;
+    this.#clock = clock;
+    this.#watch = new ThresholdWatch(config);
   }
 
-  reset() {
+  /** Nothing queued and nothing out: every sample pushed was taken (or dropped with its
+   *  session). */
+  get isEmpty() {
+    return this.#queue.length === 0 && this.#paced === 0 && !this.#crossingOut && !this.#releaseOut;
+  }
+
+  /** A new session, with its `config` (rule 8). */
+  reset(config = null) {
     this.#queue = [];
-    this.#seq = 0;
-    this.#hurry = false;
+    this.#crossing = false;
+    this.#paced = 0;
+    this.#crossingOut = false;
+    this.#releaseOut = false;
     this.#generation++;
-    clearTimeout(this.#pause);
+    this.#watch = new ThresholdWatch(config);
+    this.#clock.clearTimeout(this.#pause);
     this.#pause = null;
-    clearTimeout(this.#timer);
+    this.#clock.clearTimeout(this.#timer);
     this.#timer = null;
   }
 
   /** Queues a sample; answers the `seq` it carries, which the state that answers it (or a
    *  later one) carries too. */
   push(sample) {
-    const entry = { ...sample, seq: ++this.#seq, t: Math.round(performance.now()) };
-    const crosses = this.crosses(sample);
-    if (entry.phase === "release") {
-      this.#queue = this.#queue.filter((queued) => queued.phase === "release");
+    const entry = { sample: { ...sample, seq: ++this.#seq, t: Math.round(this.#clock.now()) }, pushed: ++this.#pushed };
+    const crosses = this.#watch.crosses(sample);
+    if (sample.phase === "release") {
+      for (const replaced of this.#queue) if (replaced.sample.phase !== "release") inheritHeights(entry, replaced);
+      this.#queue = this.#queue.filter((queued) => queued.sample.phase === "release");
       this.#queue.push(entry);
-      this.#sendSoon();
-      return entry.seq;
+    } else {
+      const last = this.#queue[this.#queue.length - 1];
+      if (last && last.sample.phase !== "release") {
+        inheritHeights(entry, last);
+        this.#queue[this.#queue.length - 1] = entry;
+      } else {
+        this.#queue.push(entry);
+      }
+      if (crosses) this.#crossing = true;
     }
-    const last = this.#queue[this.#queue.length - 1];
-    if (last && last.phase !== "release") this.#queue[this.#queue.length - 1] = entry;
-    else this.#queue.push(entry);
-    if (crosses) this.#hurry = true;
     this.#schedule();
-    return entry.seq;
+    return entry.sample.seq;
   }
 
   /** The slot the queue's next request may take now, if any: a release's, the crossing's,
-   *  or a paced one (whose turn may still have to come). */
+   *  or a paced one (whose turn may still have to come). Nothing overtakes a release. */
   #slot() {
-    if (this.#queue.some((queued) => queued.phase === "release")) return "release";
-    if (this.#hurry && !this.#crossingOut) return "crossing";
+    if (this.#queue.some((queued) => queued.sample.phase === "release")) return this.#releaseOut ? null : "release";
+    if (this.#releaseOut) return null;
+    if (this.#crossing && !this.#crossingOut) return "crossing";
     return this.#paced < this.maxInFlight ? "paced" : null;
   }
 
@@ -232,19 +280,19 @@ export class SampleQueue {
     if (this.#pause || this.#queue.length === 0) return;
     const slot = this.#slot();
     if (slot === null) return;
-    if (slot !== "paced" || this.#hurry) return this.#sendSoon();
+    if (slot !== "paced" || this.#crossing) return this.#sendSoon();
     if (this.#timer) return;
     const spacing = Math.max(FRAME_MS, this.#roundTrip / this.maxInFlight);
-    const wait = this.#lastSent + spacing - performance.now();
+    const wait = this.#lastSent + spacing - this.#clock.now();
     if (wait <= 0) return this.#sendSoon();
-    this.#timer = setTimeout(() => {
+    this.#timer = this.#clock.setTimeout(() => {
       this.#timer = null;
       this.#schedule();
     }, wait);
   }
 
   /** At the end of this task, so that what is posted in the same task goes with it: a
-   *  release does not wait for a frame or a free slot. */
+   *  release does not wait for a frame. */
   #sendSoon() {
     if (this.#urgent || this.#pause) return;
     this.#urgent = true;
@@ -256,45 +304,72 @@ export class SampleQueue {
     });
   }
 
+  #take(slot, taken) {
+    if (slot === "paced") this.#paced += taken ? 1 : -1;
+    else if (slot === "crossing") this.#crossingOut = taken;
+    else this.#releaseOut = taken;
+  }
+
   async #flush(slot) {
     const batch = this.#queue;
-    const hurried = this.#hurry;
+    const crossing = this.#crossing;
     this.#queue = [];
-    this.#hurry = false;
+    this.#crossing = false;
     const generation = this.#generation;
-    if (slot === "paced") this.#paced++;
-    if (slot === "crossing") this.#crossingOut = true;
-    const sent = performance.now();
+    this.#take(slot, true);
+    const sent = this.#clock.now();
     this.#lastSent = sent;
     try {
-      const wait = await this.send(batch);
-      if (wait == null) this.#roundTrip += ((performance.now() - sent) - this.#roundTrip) / 4;
-      if (wait != null && generation === this.#generation) {
-        this.#putBack(batch);
-        // A crossing turned away is still a crossing: once the wait is over it goes first,
-        // in its own slot, not behind the paced ones.
-        if (hurried && this.#queue.length > 0) this.#hurry = true;
-        clearTimeout(this.#pause);
-        this.#pause = setTimeout(() => {
-          this.#pause = null;
-          this.#schedule();
-        }, wait);
+      const wait = await this.send(batch.map((entry) => entry.sample), slot);
+      if (generation !== this.#generation) return;
+      if (wait == null) {
+        this.#roundTrip += (this.#clock.now() - sent - this.#roundTrip) / 4;
+        return;
       }
+      this.#putBack(batch);
+      // A crossing turned away is still a crossing: once the wait is over it goes first,
+      // in its own slot, not behind the paced ones.
+      if (crossing && this.#queue.length > 0) this.#crossing = true;
+      this.#pauseFor(wait);
     } finally {
-      if (slot === "paced") this.#paced--;
-      if (slot === "crossing") this.#crossingOut = false;
-      this.#schedule();
+      // An answer for an earlier session frees nothing: its slots went with it.
+      if (generation === this.#generation) {
+        this.#take(slot, false);
+        this.#schedule();
+      }
     }
   }
 
-  /** First in line again: a release always; a drag or scroll sample only while it is still
-   *  the newest position, as `push` would have kept it (nothing queued after it). Every
-   *  queued sample takes a new `seq`, in line order: samples sent meanwhile are newer than
-   *  the ones put back, and the server would ignore those. */
+  /** Nothing goes out for `wait` ms; a pause already longer stays as it is. */
+  #pauseFor(wait) {
+    const ends = this.#clock.now() + wait;
+    if (this.#pause && ends <= this.#pauseEnds) return;
+    this.#clock.clearTimeout(this.#pause);
+    this.#clock.clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#pauseEnds = ends;
+    this.#pause = this.#clock.setTimeout(() => {
+      this.#pause = null;
+      this.#schedule();
+    }, wait);
+  }
+
+  /** In line again: a release always; a drag or scroll sample only while it is still the
+   *  newest sample pushed (one pushed since, queued or sent, supersedes it: a position sent
+   *  again after a newer one would move the list back, and the next in line keeps its
+   *  heights). The line keeps the order of pushing, and every sample in it takes a new
+   *  `seq` in that order: samples sent meanwhile are newer than the ones put back, and the
+   *  server would ignore those. */
   #putBack(batch) {
-    const newerPosition = this.#queue.some((queued) => queued.phase !== "release");
-    const kept = batch.filter((sample, index) => sample.phase === "release" || (!newerPosition && index === batch.length - 1));
-    this.#queue = [...kept, ...this.#queue].map((sample) => ({ ...sample, seq: ++this.#seq }));
+    const newest = this.#pushed;
+    const keeps = (entry) => entry.sample.phase === "release" || entry.pushed === newest;
+    const line = [...batch.filter(keeps), ...this.#queue].sort((a, b) => a.pushed - b.pushed);
+    for (const dropped of batch) {
+      if (keeps(dropped)) continue;
+      const next = line.find((entry) => entry.pushed > dropped.pushed);
+      if (next) inheritHeights(next, dropped);
+    }
+    this.#queue = line.map((entry) => ({ sample: { ...entry.sample, seq: ++this.#seq }, pushed: entry.pushed }));
   }
 }
 
@@ -329,8 +404,6 @@ export class RefreshSession extends EventTarget {
   #stopping = new AbortController();
   /** The next session opened replaces one: it says so with `session` before its items. */
   #replaces;
-  /** Which side of its thresholds the last sample was on, for the session's config. */
-  #watch = null;
   /** What the list shows: the feed position its items are up to date with (`head` of the
    *  last `items` that brought it up to date), the one it started from (the first such
    *  `head`: paging down stays below it), its last item's id, and the feed's version its
@@ -355,10 +428,7 @@ export class RefreshSession extends EventTarget {
     this.#replaces = replaces;
     this.id = null;
     this.config = null;
-    this.queue = new SampleQueue((samples) => this.#post(samples), {
-      maxInFlight,
-      crosses: (sample) => this.#watch?.crosses(sample) ?? false,
-    });
+    this.queue = new SampleQueue((samples) => this.#post(samples), { maxInFlight });
   }
 
   /** What the list shows, for a later session to continue; null while it shows nothing the
@@ -446,10 +516,9 @@ export class RefreshSession extends EventTarget {
   #begin(session) {
     this.id = session.id;
     this.config = session.config;
-    this.#watch = new ThresholdWatch(session.config);
     // From the very first event: whatever happens before the stream connects is replayed.
     this.#lastEventId = 0;
-    this.queue.reset();
+    this.queue.reset(session.config);
     this.#resumeBackoff = FIRST_BACKOFF_MS;
     this.#sampleBackoff = FIRST_BACKOFF_MS;
     this.#listen();
