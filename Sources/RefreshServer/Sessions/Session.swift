@@ -29,9 +29,11 @@ public final class Session: Sendable, NewsListener {
     private struct State: Sendable {
         var machine: SessionMachine
         var performing = false
+        /// Made when the session first needs them: most sessions never start a task.
+        var tasks: SessionTasks?
     }
 
-    private let tasks = SessionTasks()
+    private var tasks: SessionTasks { state.withLock { $0.tasks.made(SessionTasks.init) } }
 
     init(
         id: String, config: RefreshConfig, client: String, owner: SessionOwner? = nil, services: Services, limits: SessionSettings,

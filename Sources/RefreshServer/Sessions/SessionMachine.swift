@@ -4,7 +4,8 @@ import RefreshFeed
 
 /// The feed as a session reads it when it decides: its head, its count of new items and its
 /// change log, each known in memory (``FeedNews`` holds them; a table test gives its own).
-protocol FeedHeadReading: Sendable {
+/// An object: every session holds one, as a reference rather than an existential's buffer.
+protocol FeedHeadReading: AnyObject, Sendable {
     /// The newest position known, read without a lock.
     var position: FeedPosition { get }
     var head: FeedHead? { get }
@@ -59,16 +60,17 @@ struct SessionMachine: Sendable {
         var since: FeedVersion
     }
 
-    /// What the metrics count of a step, reported by the session outside its lock.
+    /// What the metrics count of a step, reported by the session outside its lock. Every
+    /// session keeps one between steps, so its counts are 32 bits: one step counts far less.
     struct Counts: Sendable, Equatable {
-        var samplesApplied = 0
-        var samplesIgnored = 0
+        var samplesApplied: Int32 = 0
+        var samplesIgnored: Int32 = 0
         var resets: [ServerMetrics.ResetCause] = []
-        var changesSent = 0
-        var replayHits = 0
-        var replayMisses = 0
-        var coalesced = 0
-        var resumedByVersion = 0
+        var changesSent: Int32 = 0
+        var replayHits: Int32 = 0
+        var replayMisses: Int32 = 0
+        var coalesced: Int32 = 0
+        var resumedByVersion: Int32 = 0
     }
 
     /// Live mode bringing new items in without a refresh.
@@ -140,8 +142,8 @@ struct SessionMachine: Sendable {
         let ignoredBefore = engine.ignoredSamples
         let effects = engine.samplesReceived(samples)
         let ignored = engine.ignoredSamples - ignoredBefore
-        counts.samplesApplied += samples.count - ignored
-        counts.samplesIgnored += ignored
+        counts.samplesApplied += Int32(samples.count - ignored)
+        counts.samplesIgnored += Int32(ignored)
         perform(effects)
         if effects.state != nil { sampleArrival = now }
         // A live page that comes to rest at the top takes what it was told of meanwhile.
@@ -291,7 +293,7 @@ struct SessionMachine: Sendable {
         let delivery = replay(after: lastEventID)
         if lastEventID != nil {
             if delivery.gap { counts.replayMisses += 1 } else { counts.replayHits += 1 }
-            counts.coalesced += delivery.coalesced
+            counts.coalesced += Int32(delivery.coalesced)
         }
         return (delivery.events, delivery.cursor)
     }

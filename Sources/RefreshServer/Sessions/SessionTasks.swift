@@ -60,3 +60,13 @@ final class SessionTasks: Sendable {
         }
     }
 }
+
+extension Optional {
+    /// The value, made and kept first if there is none.
+    mutating func made(_ make: () -> Wrapped) -> Wrapped {
+        if let value = self { return value }
+        let value = make()
+        self = value
+        return value
+    }
+}
