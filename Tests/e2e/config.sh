@@ -137,8 +137,10 @@ stop
 
 echo "-- --help"
 help=$("$BIN" --help)
-expect_match "--help shows a default and its variable" "$help" 'default: 8080; env: PTR_PORT'
+# Its lines are wrapped at 80 columns: what a line break may split is read as words.
+help_words=$(printf '%s' "$help" | tr -s ' \n' ' ')
+expect_match "--help shows a default and its variable" "$help_words" 'default: 8080; env: PTR_PORT'
 expect_match "--help names --instance" "$help" '--instance <name>'
 expect_match "--help names --head-poll" "$help" '--head-poll <seconds>'
-expect_match "--help names --replay-buffer-bytes with its default" "$help" 'default: 1048576; env: PTR_REPLAY_BUFFER_BYTES'
+expect_match "--help names --replay-buffer-bytes with its default" "$help_words" 'default: 1048576; env: PTR_REPLAY_BUFFER_BYTES'
 finish

@@ -175,7 +175,9 @@ check "by the 2 s head deadline, not the 60 s idle one (the last after ${slowest
 check "none before the deadline (the first after ${earliest} s)" below 1.5 "$earliest"
 expect "closed without an answer: nothing was asked ($answered of $opened got a 408)" "$answered" 0
 expect "/healthz answered throughout ($probes probes)" "$failures" 0
-check "without waiting behind them: under a second each (the slowest ${worst} ms)" below "$worst" 1000
+# Waiting behind them would mean waiting for the 2 s head deadline to free the server; a
+# busy machine may slow a probe, which is not what this checks.
+check "without waiting behind them: each within the 2 s head deadline (the slowest ${worst} ms)" below "$worst" 2000
 [ "$probes" -ge 10 ] && pass "probed every 100 ms while waiting" || fail "only $probes probes ran"
 stop_server
 
