@@ -347,12 +347,37 @@ public actor RemoteSession {
     /// paced at frame rate (or the round trip divided by three when that is longer), and a
     /// newer drag or scroll sample replaces one still queued; a sample that crosses a
     /// threshold goes without waiting for its turn; a release replaces every queued position
-    /// and goes out at once, with what is posted right after it, and is never dropped: a
-    /// busy server is waited for, and the release sent again.
+    /// and goes out at once, and is never dropped: a busy server is waited for, and the
+    /// release sent again. To send a release with where the list rests in one request, post
+    /// both in one call (`post(_:)` with an array).
     /// The sample's own `seq` is not used; a `t` of `0` is stamped with the milliseconds
     /// since the session began.
     @discardableResult
     public func post(_ sample: Sample) -> Int? {
+        guard let (seq, action) = push(sample) else { return nil }
+        perform(action)
+        return seq
+    }
+
+    /// Queues what one frame saw, in one turn of the queue: a release and the offset where
+    /// the list rests after it leave in one request (rule 4 of ``SampleQueue``), which two
+    /// calls of `post(_:)` with one sample cannot promise, since the queue's turn may end between
+    /// them. Answers each sample's `seq`; fewer (none) once the session is closed or has failed.
+    @discardableResult
+    public func post(_ samples: [Sample]) -> [Int] {
+        var seqs: [Int] = []
+        var turnEnds = false
+        for sample in samples {
+            guard let (seq, action) = push(sample) else { break }
+            seqs.append(seq)
+            if action == .sendSoon { turnEnds = true } else { perform(action) }
+        }
+        if turnEnds, !closed, failure == nil { perform(queue.turnEnded(now: elapsed)) }
+        return seqs
+    }
+
+    /// Stamps `sample` and gives it to the queue: its `seq`, and what the queue asks for.
+    private func push(_ sample: Sample) -> (Int, SampleQueue.Action)? {
         guard !closed, failure == nil else { return nil }
         var sample = sample
         let now = elapsed
@@ -360,16 +385,14 @@ public actor RemoteSession {
             let parts = now.components
             sample.t = Double(parts.seconds) * 1000 + Double(parts.attoseconds) / 1e15
         }
-        let (seq, action) = queue.samplePushed(sample, now: now)
-        perform(action)
-        return seq
+        return queue.samplePushed(sample, now: now)
     }
 
     /// The queue's `now`.
     private var elapsed: Duration { ContinuousClock.now - began }
 
     /// Queues the scroll view's offset `y` (UIKit's `contentOffset.y`: negative when pulled
-    /// down past the top), as ``post(_:)`` does. Heights may be left out while unchanged.
+    /// down past the top), as `post(_:)` does for one sample. Heights may be left out while unchanged.
     @discardableResult
     public func post(
         y: Double, phase: Sample.Phase = .drag, contentHeight: Double? = nil, viewportHeight: Double? = nil
@@ -401,8 +424,8 @@ public actor RemoteSession {
             let id = id
             Task { await self.send(request, to: id, generation: generation) }
         case .sendSoon:
-            // After what is already waiting for the actor: a sample posted right after this
-            // one (where the list rests after a release) goes in the same request.
+            // At the end of this turn of the queue: what is posted before it comes goes in the
+            // same request (`post(_:)` of several samples ends the turn itself).
             Task { self.turnEnded(generation: generation) }
         case .wake(let wait):
             pacing?.cancel()

@@ -286,6 +286,29 @@ import Testing
         }
     }
 
+    /// A release and where the list rests, posted in one call, leave in one request.
+    @Test func aReleaseAndWhereTheListRestsLeaveInOneRequest() async throws {
+        try await LiveServer.run { server in
+            try await Self.withProxy(to: server) { proxy in
+                let session = try await Self.client(proxy).session()
+                let events = EventRecorder(session)
+                _ = try await Self.firstPage(events)
+                let samples: @Sendable () -> [String] = {
+                    proxy.exchanges.map(\.requestLine).filter { $0.hasPrefix("POST ") && $0.contains("/samples ") }
+                }
+                let before = samples().count
+                let seqs = await session.post([Self.release(-150), Sample(seq: 0, y: 0, phase: .scroll)])
+                #expect(seqs.count == 2)
+                try await within(20, "the queue to drain") { await session.flush() }
+                #expect(samples().count - before == 1, "\(samples())")
+                let done = try await events.next("the refresh the release started", within: 10) { $0.done?.kind == .refresh }.done!
+                #expect(done.outcome == .completed)
+                events.cancel()
+                await session.close()
+            }
+        }
+    }
+
     /// A release the server turns away twice is put back both times, sent after each wait,
     /// and starts its refresh.
     @Test func aRefusedReleaseIsSentAgainAfterTheWait() async throws {

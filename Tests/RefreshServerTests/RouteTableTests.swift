@@ -97,6 +97,7 @@ import Testing
         #expect(slash.routeIndex.map { RouteTable.matcher.routes[$0].pattern } == "/api/items")
         #expect(slash.patternIndex == nil && slash.isAPI)
         #expect(RouteTable.match(.GET, uri: "//api/items").isAPI, "a path spelled //api/… is not on the API")
+        #expect(RouteTable.label(RouteTable.match(.GET, uri: "/healthz/"), head: nil, status: 200) == "other", "a spelled route counted as a file")
         #expect(RouteTable.match(.POST, uri: "//api/items").route == .methodNotAllowed(allow: "GET, HEAD"), "a file was posted to")
         #expect(RouteTable.match(.POST, uri: "/api/sessions/abc//samples") == RouteMatch(.router, isAPI: true))
         #expect(RouteTable.match(.GET, uri: "/api/sessions//abc/events") == RouteMatch(.router, isAPI: true))
@@ -133,6 +134,14 @@ import Testing
         let named = try await responder.respond(
             to: request("/api/sessions/abc"), context: context, match: RouteMatch(.router, routeIndex: 1, patternIndex: 1, isAPI: true))
         #expect(named.status == .accepted, "the path was matched again")
+        // Parameters come from the path admission matched, which ends at a fragment too.
+        let fragment = try await responder.respond(
+            to: request("/api/sessions/abc#/x"), context: context, match: RouteMatch(.router, routeIndex: 0, patternIndex: 0, isAPI: true))
+        #expect(try await body(fragment) == "id=abc")
+        // A route whose parameter the path cannot give is the server's fault, never a default.
+        let unread = try await responder.respond(
+            to: request("/api/items"), context: context, match: RouteMatch(.router, routeIndex: 0, patternIndex: 0, isAPI: true))
+        #expect(unread.status == .internalServerError)
         let file = try await responder.respond(to: request("/app.js"), context: context, match: RouteMatch(.router, isAPI: false))
         #expect(file.status == .noContent)
         let unknown = try await responder.respond(to: request("/api/nothing"), context: context, match: RouteMatch(.router, isAPI: true))

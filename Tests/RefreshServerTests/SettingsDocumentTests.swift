@@ -46,9 +46,11 @@ import Testing
     /// `--help` says each setting as the manual does, as plain text.
     @Test func helpShowsTheManualsWordsAsPlainText() throws {
         let host = try #require(ServerConfiguration.settings.first { $0.key == "host" })
-        #expect(host.help.contains("[Security](security.md#security)"))
+        #expect(host.help.contains("[the security guide](security.md#security)"))
         #expect(host.plainHelp.hasPrefix("Address to listen on; beyond loopback the server starts only with --publish-token, --auth-key"))
-        #expect(host.plainHelp.hasSuffix("(see Security)."))
+        #expect(host.plainHelp.hasSuffix("(see the security guide)."))
+        let database = try #require(ServerConfiguration.settings.first { $0.key == "database" })
+        #expect(database.plainHelp.contains("postgres://USER[:PASSWORD]@HOST[:PORT]/DB"), "a [ that is text was read as a link")
         #expect(!host.plainHelp.contains("`"))
     }
 

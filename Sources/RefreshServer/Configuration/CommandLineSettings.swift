@@ -154,7 +154,7 @@ public enum CommandLineSettings {
                 shown.isEmpty
                 ? "none"
                 : isWord ? shown.split(separator: " ").map { $0.hasPrefix("--") ? "`\($0)`" : String($0) }.joined(separator: " ") : "`\(shown)`"
-            lines.append("| \(flag) | \(value) | \(setting.help) |")
+            lines.append("| \(flag) | \(value) | \(setting.help.replacingOccurrences(of: "|", with: "\\|")) |")
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -183,7 +183,9 @@ extension ServerConfiguration.Setting {
     /// a link as its text).
     var plainHelp: String {
         var text = help.replacingOccurrences(of: "`", with: "")
-        while let open = text.range(of: "["), let middle = text.range(of: "](", range: open.upperBound..<text.endIndex),
+        // A link is `[text](target)`: its text is the last `[` before a `](` (an earlier one,
+        // as in `USER[:PASSWORD]`, is text), its target runs to the next `)`.
+        while let middle = text.range(of: "]("), let open = text.range(of: "[", options: .backwards, range: text.startIndex..<middle.lowerBound),
             let close = text.range(of: ")", range: middle.upperBound..<text.endIndex)
         {
             text.replaceSubrange(open.lowerBound..<close.upperBound, with: text[open.upperBound..<middle.lowerBound])

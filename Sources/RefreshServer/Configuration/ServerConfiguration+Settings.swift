@@ -95,7 +95,7 @@ extension ServerConfiguration {
         .string(
             "host", \.host,
             help:
-                "Address to listen on; beyond loopback the server starts only with `--publish-token`, `--auth-key` or `--disable-publishing` (see [Security](security.md#security))."
+                "Address to listen on; beyond loopback the server starts only with `--publish-token`, `--auth-key` or `--disable-publishing` (see [the security guide](security.md#security))."
         ),
         .int("port", \.port, 0...65535, help: "Port to listen on; `0` picks a free one (the URL is printed on one line at start).", value: "number"),
         .string(
@@ -110,7 +110,11 @@ extension ServerConfiguration {
             }
             return isFolder.boolValue ? nil : "is not a folder"
         },
-        .choice("log-level", \.logLevel, help: "How much is logged, from `trace` to `critical`; each refused request is one `notice` line."),
+        .choice(
+            "log-level", \.logLevel,
+            help:
+                "How much is logged: `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`; each refused request is one `notice` line."
+        ),
         .choice(
             "log-format", \.logFormat,
             help:
@@ -181,24 +185,28 @@ extension ServerConfiguration {
             help:
                 "The kernel hands each client's connections to one event loop, chosen by its address, however many share it. By default the server already keeps a client's connections on one loop (a sample and its stream do not cross threads), six at a time and while that loop is at most a few connections busier than the others, so clients behind one address (a carrier's NAT, a proxy in front) still use every loop; this flag makes it strict."
         ),
-        .int("max-body-bytes", \.maxBodyBytes, 1...largestBuffer, help: "Larger bodies get `413`.", value: "bytes"),
+        .int("max-body-bytes", \.maxBodyBytes, 1...largestBuffer, help: "Largest request body, in bytes; a larger one gets `413`.", value: "bytes"),
         .rate(
-            "max-samples-per-second", \.maxSamplesPerSecond, 1...1e12, help: "Per session, sustained; beyond, `429`.",
+            "max-samples-per-second", \.maxSamplesPerSecond, 1...1e12, help: "Samples a session may send per second, sustained; beyond, `429`.",
             value: "rate"),
         .int(
             "max-samples-per-request", \.maxSamplesPerRequest, 1...Int.max,
-            help: "More get `429`; never more than one second of `--max-samples-per-second`, which a larger request could never pass.",
+            help:
+                "Samples taken in one request; more get `429`; never more than one second of `--max-samples-per-second`, which a larger request could never pass.",
             value: "count"),
-        .int("max-sessions", \.maxSessions, 1...Int.max, help: "Beyond, `503`.", value: "count"),
+        .int("max-sessions", \.maxSessions, 1...Int.max, help: "Sessions alive at once; beyond, `503`.", value: "count"),
         .int(
             "max-sessions-per-client", \.maxSessionsPerClient, 1...Int.max, help: "Sessions one client address may hold; beyond, `429`.",
             value: "count"),
         .int(
             "max-streams", \.maxStreams, 1...Int.max,
-            help: "Open event streams; beyond, a stream is told to come back later (see below).", value: "count"),
+            help:
+                "Event streams open at once; beyond, a stream is told to come back later: `200`, a jittered `retry:`, closed (see [Limits, deadlines and overload](#limits-deadlines-and-overload)).",
+            value: "count"),
         .int(
             "max-streams-per-client", \.maxStreamsPerClient, 1...Int.max,
-            help: "Open event streams per client address, answered the same way beyond.", value: "count"),
+            help: "Event streams one client address may hold open; beyond, a stream is told to come back later, as with `--max-streams`.",
+            value: "count"),
         .list(
             "trusted-proxy", \.trustedProxies,
             help: "Address or CIDR network of a proxy whose `X-Forwarded-For` names the client; repeat for several.", value: "address"
@@ -215,7 +223,7 @@ extension ServerConfiguration {
             help: "Largest request line plus header fields; beyond, `431`.", value: "bytes"),
         .int(
             "reconnect-delay-ms", \.reconnectDelayMilliseconds, 1...3_600_000,
-            help: "The `retry:` every stream opens with is drawn from this to twice it.",
+            help: "Milliseconds a browser waits before it reconnects a stream: the `retry:` every stream opens with is drawn from this to twice it.",
             value: "ms"),
         .seconds("session-idle-timeout", \.sessionIdleTimeout, help: "Seconds without requests or open streams before a session ends."),
         .int("replay-buffer", \.replayBufferLength, 1...Int.max, help: "Events kept per session for `Last-Event-ID`.", value: "events"),
@@ -234,11 +242,11 @@ extension ServerConfiguration {
                 "Seconds a removal is remembered (its tombstone) so that a page back from further away than the replay buffer is told of it rather than reloading."
         ),
         .seconds(
-            "keepalive", \.keepaliveInterval, atLeast: .seconds(1), help: "Seconds between keepalive comments."),
+            "keepalive", \.keepaliveInterval, atLeast: .seconds(1), help: "Seconds between keepalive comments on idle event streams."),
         .seconds("refresh-timeout", \.actionTimeout, help: "Seconds before a refresh or load-more fails as timed out."),
         .milliseconds(
             "min-refresh-ms", \.minimumActionDuration, 0...3_600_000,
-            help: "Shortest time a refresh spinner shows, so it never flickers."),
+            help: "Shortest time a refresh spinner shows, in milliseconds, so it never flickers."),
         .int("page-size", \.pageSize, 1...1000, help: "Items per load-more page, and at most per refresh.", value: "items"),
         .string(
             "database", \.database,
@@ -277,7 +285,9 @@ extension ServerConfiguration {
                 "An upstream of the feed `NAME`, given as `NAME=URL`, which a refresh of that feed pulls (and no other feed's); repeat for several.",
             value: "name=url"
         ) { UpstreamURL.problem(withNamed: $0) },
-        .int("max-feed-bytes", \.maxFeedBytes, 1...largestBuffer, help: "A larger upstream feed fails the refresh.", value: "bytes"),
+        .int(
+            "max-feed-bytes", \.maxFeedBytes, 1...largestBuffer, help: "Largest upstream feed, in bytes; a larger one fails the refresh.",
+            value: "bytes"),
         .seconds("feed-timeout", \.feedTimeout, help: "Seconds an upstream download may take."),
         .optionalBool("demo", \.demo, help: "Seed an empty store with example items.", absent: "on without --feed"),
     ]

@@ -94,7 +94,8 @@ enum RouteTable {
     static func label(_ match: RouteMatch?, head: HTTPRequestHead?, status: Int) -> String {
         guard let match = match ?? head.map({ self.match($0.method, uri: $0.uri) }) else { return Pattern.other }
         if let index = match.patternIndex { return matcher.routes[index].pattern.description }
-        return match.isAPI || status == 404 ? Pattern.other : Pattern.staticFile
+        // A route spelled with an empty segment is named by no pattern.
+        return match.isAPI || match.routeIndex != nil || status == 404 ? Pattern.other : Pattern.staticFile
     }
 
     /// ``label(_:head:status:)`` of a `GET` of `uri`.
@@ -136,21 +137,31 @@ struct RoutedResponder: Sendable {
 
     func respond(to request: Request, context: ServerRequestContext, match: RouteMatch) async throws -> Response {
         try await ErrorMiddleware(match: match).handle(request, context: context) { request, context in
-            let path = request.uri.path
-            if let index = match.routeIndex, let (handler, pattern) = handlers[index] {
+            // The path admission matched: the target up to its query or its fragment.
+            let path = RouteMatcher<RouteTable.Kind>.path(of: request.uri.string)
+            if let index = match.routeIndex, handlers.indices.contains(index), let (handler, pattern) = handlers[index] {
                 // A path with an empty segment was matched as its segments spell it.
-                let spelled = RouteMatcher<RouteTable.Kind>.spelled(path[...]) ?? path
+                let spelled = RouteMatcher<RouteTable.Kind>.spelled(path) ?? String(path)
                 var context = context
                 for case .parameter(let name) in pattern.segments {
-                    if let value = pattern.parameter(name, in: spelled[...].utf8) {
-                        context.coreContext.parameters.append(key: Substring(name), value: value)
-                    }
+                    // The route was matched on this path: a parameter it cannot give is the
+                    // server's fault, never an absent one a handler would take a default for.
+                    guard let value = pattern.parameter(name, in: spelled[...].utf8) else { throw UnreadParameter(name: name, path: spelled) }
+                    context.coreContext.parameters.append(key: Substring(name), value: value)
                 }
                 return try await handler(request, context)
             }
             if !match.isAPI { return try await files(request, context) }
             throw APIError(.notFound, "Nothing at \(path).")
         }
+    }
+
+    /// A parameter of the matched route that its path does not give.
+    struct UnreadParameter: Error, CustomStringConvertible {
+        let name: String
+        let path: String
+
+        var description: String { "the parameter \(name) of the route matched is not in \(path)" }
     }
 }
 

@@ -125,13 +125,13 @@ extension SessionMachine {
         let data = payloads?.data(entries) ?? EventData.changes(version: log.version, entries.map(\.json))
         let event = self.log.append(.changes, data)
         pageVersions.changed(at: event.id, version: log.version)
-        counts.changesSent += Int32(entries.count)
+        counts.changesSent += Int32(clamping: entries.count)
     }
 
     private mutating func appendChanges(_ changes: [ByteBuffer], version: FeedVersion) {
         let event = log.append(.changes, EventData.changes(version: version, changes))
         pageVersions.changed(at: event.id, version: version)
-        counts.changesSent += Int32(changes.count)
+        counts.changesSent += Int32(clamping: changes.count)
     }
 
     /// The reads of what changed in each segment came back (`nil`: one could not tell, its

@@ -24,7 +24,7 @@ extension SessionMachine {
                 let version = max(log.version, window.version ?? 0)
                 window.version = version
                 let changes = ServerEvent(id: lastID, kind: .changes, data: EventData.changes(version: version, entries.map(\.json)))
-                counts.changesSent += Int32(entries.count)
+                counts.changesSent += Int32(clamping: entries.count)
                 pageVersions = PageVersions(version: version, at: lastID)
                 return Delivery(events: [changes, snapshot], cursor: lastID, gap: true)
             }

@@ -142,8 +142,8 @@ struct SessionMachine: Sendable {
         let ignoredBefore = engine.ignoredSamples
         let effects = engine.samplesReceived(samples)
         let ignored = engine.ignoredSamples - ignoredBefore
-        counts.samplesApplied += Int32(samples.count - ignored)
-        counts.samplesIgnored += Int32(ignored)
+        counts.samplesApplied += Int32(clamping: samples.count - ignored)
+        counts.samplesIgnored += Int32(clamping: ignored)
         perform(effects)
         if effects.state != nil { sampleArrival = now }
         // A live page that comes to rest at the top takes what it was told of meanwhile.
@@ -293,7 +293,7 @@ struct SessionMachine: Sendable {
         let delivery = replay(after: lastEventID)
         if lastEventID != nil {
             if delivery.gap { counts.replayMisses += 1 } else { counts.replayHits += 1 }
-            counts.coalesced += Int32(delivery.coalesced)
+            counts.coalesced += Int32(clamping: delivery.coalesced)
         }
         return (delivery.events, delivery.cursor)
     }
