@@ -1,5 +1,5 @@
 """The connection to PostgreSQL cut at the worst moment: a proxy between the server and
-PostgreSQL (pgproxy.py) drops the connection right after forwarding a transaction's
+PostgreSQL (Tests/support/pgproxy.py) drops the connection right after forwarding a transaction's
 `COMMIT` (it commits, and its answer is lost) or right before (it rolls back), or forwards
 it and then lets nothing more through while the connection stays open (it commits, and no
 answer ever comes), in turn with COMMITs it lets through. Publishers publish with their own ids and without any; a publish
