@@ -16,15 +16,43 @@ the text `COMMIT;`, then Bind, Describe, Execute and Sync ('S'). A simple Query 
   the client hears nothing at all, as when the peer's network goes quiet (TCP may take
   minutes to say so).
 
-Start it with `CommitCutter(host, port)`, point the client at `cutter.port`, then
-`cutter.cut(["after", "pass", "before"])` repeats that pattern over the COMMITs that follow.
-`cutter.counts` says how many met each fate."""
+Whatever the policy, three faults can be set on every connection at once:
 
+- `silent`: while set, every byte either way is dropped and nothing is closed, as on a
+  network that stopped answering without a reset;
+- `refusing`: while set, a new connection is closed as soon as it is accepted, as while
+  PostgreSQL is down;
+- `failing`: a statement whose text contains this is sent as one that fails (division by
+  zero) with the same name and parameters, so PostgreSQL answers it with its error on a
+  connection that stays up.
+
+From Python: `CommitCutter(host, port)`, point the client at `cutter.port`, then
+`cutter.cut(["after", "pass", "before"])` repeats that pattern over the COMMITs that follow;
+`cutter.counts` says how many met each fate; set `cutter.silent`, `cutter.refusing` and
+`cutter.failing` as they are needed.
+
+From any other language (the Swift tests start it so), the command mode:
+`python3 Tests/support/pgproxy.py --target HOST:PORT` prints the port it listens on as its
+first line, then reads one command a line on its standard input and answers each with one
+line, `ok`, a figure, or `error: …`:
+
+    cut after pass before    the pattern of fates (`cut` alone: every COMMIT passes)
+    silent on | silent off
+    refuse on | refuse off
+    fail TEXT | fail         statements containing TEXT fail (`fail` alone: none do)
+    counts                   {"pass": 0, "before": 0, "after": 0, "silent": 0}, since the last `cut`
+
+It stops when its standard input ends. It needs only the standard library."""
+
+import argparse
+import json
 import socket
 import struct
+import sys
 import threading
 
 SSL_REQUEST = 80877103
+FATES = ("pass", "before", "after", "silent")
 
 
 class CommitCutter:
@@ -38,14 +66,18 @@ class CommitCutter:
         self.lock = threading.Lock()
         self.pattern = []
         self.next = 0
-        self.counts = {"pass": 0, "before": 0, "after": 0, "silent": 0}
+        self.counts = dict.fromkeys(FATES, 0)
+        # The faults, read by every connection's threads as they go (one assignment each).
+        self.silent = False
+        self.refusing = False
+        self.failing = None
         self.running = True
         threading.Thread(target=self._accept, daemon=True).start()
 
     def cut(self, pattern):
         with self.lock:
             self.pattern, self.next = list(pattern), 0
-            self.counts = {"pass": 0, "before": 0, "after": 0, "silent": 0}
+            self.counts = dict.fromkeys(FATES, 0)
 
     def _decide(self):
         with self.lock:
@@ -53,6 +85,26 @@ class CommitCutter:
             self.next += 1
             self.counts[fate] += 1
             return fate
+
+    def command(self, line):
+        """Carries out one line of the command mode; answers the line to print."""
+        word, _, rest = line.rstrip("\r\n").partition(" ")
+        if word == "cut":
+            fates = rest.split()
+            unknown = [fate for fate in fates if fate not in FATES]
+            if unknown:
+                return f"error: no fate {unknown[0]!r}, only {', '.join(FATES)}"
+            self.cut(fates)
+        elif word in ("silent", "refuse") and rest in ("on", "off"):
+            setattr(self, "silent" if word == "silent" else "refusing", rest == "on")
+        elif word == "fail":
+            self.failing = rest or None
+        elif word == "counts" and not rest:
+            with self.lock:
+                return json.dumps(self.counts)
+        else:
+            return f"error: no command {line.strip()!r}"
+        return "ok"
 
     def close(self):
         self.running = False
@@ -64,6 +116,9 @@ class CommitCutter:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            if self.refusing:
+                _close(client)
+                continue
             try:
                 server = socket.create_connection(self.target, timeout=10)
                 server.settimeout(None)
@@ -74,12 +129,12 @@ class CommitCutter:
             threading.Thread(target=self._backward, args=(server, client, muted), daemon=True).start()
             threading.Thread(target=self._forward, args=(client, server, muted), daemon=True).start()
 
-    @staticmethod
-    def _backward(server, client, muted):
-        """What PostgreSQL answers goes back while the client is there, until `muted`."""
+    def _backward(self, server, client, muted):
+        """What PostgreSQL answers goes back while the client is there, until `muted`, and
+        not while the proxy is silent."""
         try:
             while data := server.recv(65536):
-                if not muted.is_set():
+                if not muted.is_set() and not self.silent:
                     client.sendall(data)
         except OSError:
             pass
@@ -94,6 +149,8 @@ class CommitCutter:
         mute_at_sync = False
         try:
             while data := client.recv(65536):
+                if self.silent:
+                    continue
                 pending += data
                 out = b""
                 while True:
@@ -124,7 +181,7 @@ class CommitCutter:
                             out, mute_at_sync = b"", False
                         continue
                     if not _is_commit(kind, message):
-                        out += message
+                        out += _failing(kind, message, self.failing)
                         continue
                     fate = self._decide()
                     if fate == "before":
@@ -181,3 +238,35 @@ def _is_commit(kind, message):
         return False
     query = body.partition(b"\0")[0]
     return query.lstrip().upper().startswith(b"COMMIT")
+
+
+def _failing(kind, message, fragment):
+    """A Parse ('P') of a statement containing `fragment` becomes one of the same name and
+    parameters that fails when executed; any other message is left as it is."""
+    if fragment is None or kind != b"P":
+        return message
+    name, _, body = message[5:].partition(b"\0")
+    query, _, body = body.partition(b"\0")
+    if fragment.encode() not in query:
+        return message
+    # Parameters must still be used for their declared types to stand: `$n IS NULL` uses each.
+    count = struct.unpack("!h", body[:2])[0] if len(body) >= 2 else 0
+    uses = "".join(f" AND ${n + 1} IS NULL" for n in range(count))
+    body = name + b"\0" + f"SELECT 1 / 0 WHERE true{uses}".encode() + b"\0" + body
+    return b"P" + struct.pack("!i", 4 + len(body)) + body
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--target", required=True, help="PostgreSQL, HOST:PORT")
+    arguments = parser.parse_args()
+    host, _, port = arguments.target.rpartition(":")
+    cutter = CommitCutter(host.strip("[]"), int(port))
+    print(cutter.port, flush=True)
+    for line in sys.stdin:
+        print(cutter.command(line), flush=True)
+    cutter.close()
+
+
+if __name__ == "__main__":
+    main()
