@@ -173,7 +173,7 @@ class CommitCutter:
                     if cut_at_sync or mute_at_sync:
                         out += message
                         if kind == b"S" and cut_at_sync:
-                            self._cut_after(client, server, out)
+                            self._cut_after(client, server, out, muted)
                             return
                         if kind == b"S":
                             muted.set()
@@ -197,7 +197,7 @@ class CommitCutter:
                             mute_at_sync = True
                     if fate == "after":
                         if kind == b"Q":
-                            self._cut_after(client, server, out)
+                            self._cut_after(client, server, out, muted)
                             return
                         cut_at_sync = True
                 if out:
@@ -214,7 +214,11 @@ class CommitCutter:
             pass
 
     @staticmethod
-    def _cut_after(client, server, out):
+    def _cut_after(client, server, out, muted):
+        """The server gets `out`, the COMMIT last, and then the end of its input; the client
+        hears nothing more. Muted first: PostgreSQL may answer the COMMIT before the client's
+        side is closed, and that answer must not reach it."""
+        muted.set()
         server.sendall(out)
         server.shutdown(socket.SHUT_WR)
         _close(client)
