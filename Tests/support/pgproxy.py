@@ -107,17 +107,18 @@ class CommitCutter:
         return "ok"
 
     def close(self):
+        """Stops accepting; the thread that accepts closes the listener when it wakes."""
         self.running = False
-        self.listener.close()
+        _hang_up(self.listener)
 
     def _accept(self):
         while self.running:
             try:
                 client, _ = self.listener.accept()
             except OSError:
-                return
+                break
             if self.refusing:
-                _close(client)
+                client.close()
                 continue
             try:
                 server = socket.create_connection(self.target, timeout=10)
@@ -125,9 +126,21 @@ class CommitCutter:
             except OSError:
                 client.close()
                 continue
-            muted = threading.Event()
-            threading.Thread(target=self._backward, args=(server, client, muted), daemon=True).start()
-            threading.Thread(target=self._forward, args=(client, server, muted), daemon=True).start()
+            threading.Thread(target=self._carry, args=(client, server), daemon=True).start()
+        self.listener.close()
+
+    def _carry(self, client, server):
+        """One connection, a thread each way. Either ends it early by shutting both sockets
+        down, which wakes the other from its `recv()`; only once both are done are the sockets
+        closed: one closed while the other thread is about to use it could give its number to
+        the next connection, which that thread would then read or write instead."""
+        muted = threading.Event()
+        backward = threading.Thread(target=self._backward, args=(server, client, muted), daemon=True)
+        backward.start()
+        self._forward(client, server, muted)
+        backward.join()
+        client.close()
+        server.close()
 
     def _backward(self, server, client, muted):
         """What PostgreSQL answers goes back while the client is there, until `muted`, and
@@ -139,8 +152,8 @@ class CommitCutter:
         except OSError:
             pass
         finally:
-            _close(client)
-            _close(server)
+            _hang_up(client)
+            _hang_up(server)
 
     def _forward(self, client, server, muted):
         pending = b""
@@ -186,8 +199,8 @@ class CommitCutter:
                     fate = self._decide()
                     if fate == "before":
                         server.sendall(out)
-                        _close(client)
-                        _close(server)
+                        _hang_up(client)
+                        _hang_up(server)
                         return
                     out += message
                     if fate == "silent":
@@ -205,8 +218,8 @@ class CommitCutter:
         except OSError:
             # Either side gone: the other must see it too, or the client would wait on a
             # connection nobody forwards.
-            _close(client)
-            _close(server)
+            _hang_up(client)
+            _hang_up(server)
             return
         try:
             server.shutdown(socket.SHUT_WR)
@@ -221,17 +234,17 @@ class CommitCutter:
         muted.set()
         server.sendall(out)
         server.shutdown(socket.SHUT_WR)
-        _close(client)
+        _hang_up(client)
 
 
-def _close(end):
-    """Closes a socket at once: `close()` alone waits while another thread is in `recv()` on
-    it, so the other side would not see the end."""
-    for step in (lambda: end.shutdown(socket.SHUT_RDWR), end.close):
-        try:
-            step()
-        except OSError:
-            pass
+def _hang_up(end):
+    """Ends what goes through a socket at once, both ways, and wakes a thread in `recv()` or
+    `accept()` on it; the socket stays open (its number taken) until the threads that use it
+    are done."""
+    try:
+        end.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 def _is_commit(kind, message):
