@@ -360,7 +360,7 @@ public actor RemoteSession {
     }
 
     /// Queues what one frame saw, in one turn of the queue: a release and the offset where
-    /// the list rests after it leave in one request (rule 4 of ``SampleQueue``), which two
+    /// the list rests after it leave in one request (rule 4 of `SampleQueue`), which two
     /// calls of `post(_:)` with one sample cannot promise, since the queue's turn may end between
     /// them. Answers each sample's `seq`; fewer (none) once the session is closed or has failed.
     @discardableResult
