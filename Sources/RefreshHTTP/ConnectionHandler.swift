@@ -376,6 +376,7 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
             assertionFailure("a stream wrote without being told it may")
             return
         }
+        if parts.count == 1 { return context.writeAndFlush(wrapOutboundOut(parts[0]), promise: nil) }
         for part in parts { context.write(wrapOutboundOut(part), promise: nil) }
         context.flush()
     }

@@ -1,16 +1,35 @@
 import Foundation
-import Synchronization
+import NIOPosix
 
-/// The `Date` header's value (RFC 9110 IMF-fixdate), formatted once per second.
+/// The `Date` header's value (RFC 9110 IMF-fixdate), formatted once per second on each
+/// thread that answers.
+///
+/// Every answer says it, so it is read the cheap way: the second from the coarse clock
+/// (`time`, read from the kernel's page without a system call), the text from the calling
+/// thread's own copy, which no other thread's answers touch.
 package enum HTTPDate {
-    private static let cache = Mutex<(second: Int, text: String)>((-1, ""))
+    /// `@unchecked Sendable`: each thread has its own, and only that thread touches it.
+    private final class Formatted: @unchecked Sendable {
+        var second = -1
+        var text = ""
+    }
+
+    private static let formatted = ThreadSpecificVariable<Formatted>()
 
     package static func now() -> String {
-        let second = Int(Date().timeIntervalSince1970)
-        if let text = cache.withLock({ $0.second == second ? $0.text : nil }) { return text }
-        let text = format(second)
-        cache.withLock { $0 = (second, text) }
-        return text
+        let second = Int(time(nil))
+        let cache =
+            formatted.currentValue
+            ?? {
+                let cache = Formatted()
+                formatted.currentValue = cache
+                return cache
+            }()
+        if cache.second != second {
+            cache.text = format(second)
+            cache.second = second
+        }
+        return cache.text
     }
 
     package static func format(_ second: Int) -> String {

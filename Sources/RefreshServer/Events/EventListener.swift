@@ -20,10 +20,11 @@ struct ReplayCache {
     struct Answer {
         var events: [ServerEvent]
         var cursor: UInt64
-        /// The events' frames as one HTTP chunk, ready for the socket; `nil` when they are
-        /// more than a stream writes at once (``ReplayCache/maxBatchBytes``): a reader that
-        /// was stalled catches up batch by batch, and a chunk of it all would only be copied.
-        var chunk: ByteBuffer?
+        /// The events' frames as one HTTP chunk, ready for the socket, as the one part of a
+        /// write (an array every stream of the round shares); `nil` when they are more than a
+        /// stream writes at once (``ReplayCache/maxBatchBytes``): a reader that was stalled
+        /// catches up batch by batch, and a chunk of it all would only be copied.
+        var parts: [ByteBuffer]?
         /// Superseded events left out (see ``Delivery``).
         var coalesced = 0
         /// When the samples request behind the `state` event among them arrived, until the
@@ -34,7 +35,7 @@ struct ReplayCache {
             self.events = events
             self.cursor = cursor
             let bytes = events.reduce(0) { $0 + $1.frame.readableBytes }
-            chunk = events.isEmpty || bytes > ReplayCache.maxBatchBytes ? nil : HTTPChunk.frame(events.map(\.frame))
+            parts = events.isEmpty || bytes > ReplayCache.maxBatchBytes ? nil : [HTTPChunk.frame(events.map(\.frame))]
             self.coalesced = coalesced
             self.sampleArrival = sampleArrival
         }
@@ -50,6 +51,7 @@ struct ReplayCache {
     private var announced: (from: UInt64, answer: Answer)?
     private var cursor: UInt64?
     private var answer = Answer(events: [], cursor: 0, coalesced: 0, sampleArrival: nil)
+    private var roundInstant: ContinuousClock.Instant?
 
     init(_ announcement: Announcement? = nil) {
         announced = announcement.map {
@@ -75,6 +77,16 @@ struct ReplayCache {
             self.cursor = cursor
         }
         return answer
+    }
+
+    /// The instant the streams of this round write at, as their quiet time counts it (a
+    /// keepalive is due only after seconds): read once for the round, not once per stream, and
+    /// not at all when the round carries a sample's `state` event, whose arrival is as good.
+    mutating func instant() -> ContinuousClock.Instant {
+        if let roundInstant { return roundInstant }
+        let instant = announced?.answer.sampleArrival ?? .now
+        roundInstant = instant
+        return instant
     }
 
     /// When the samples request behind the `state` event just written arrived: once, for

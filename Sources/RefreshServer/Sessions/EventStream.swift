@@ -35,7 +35,7 @@ struct EventStream {
             // least half the interval needs a comment.
             lastWrite: .now, quietEnough: settings.keepaliveInterval / 2)
         let retry = ByteBuffer(string: "retry: \(Self.jitteredRetry(settings, overloaded: false))\n\n")
-        let opening = try stream.chunk([retry] + initial.map(\.frame))
+        let opening = try stream.chunk([retry] + initial.map(\.frame), at: .now)
         return (stream, HTTPResponse(status: .ok, headerFields: headers), opening)
     }
 
@@ -65,24 +65,25 @@ struct EventStream {
     /// The batch a wake-up has to write, if any.
     mutating func woken(_ reason: Wakeup.Reason, replay: inout ReplayCache) throws -> Batch? {
         let session = subscription.session
+        let now = replay.instant()
         // A stream that kept up writes what the wake-up brought; only one behind asks the log.
         let answer =
             replay.announced(after: cursor)
             ?? replay.events(after: cursor, lookup: { session.delivery(after: $0, unlessThrough: $1) })
-        if let shared = answer.chunk {
+        if let shared = answer.parts {
             cursor = answer.cursor
             if answer.coalesced > 0 { session.metrics.eventsCoalesced(answer.coalesced) }
             guard gzip != nil else {
-                lastWrite = .now
-                return Batch(parts: [shared])
+                lastWrite = now
+                return Batch(parts: shared)
             }
-            return Batch(parts: [try chunk(answer.events.map(\.frame))])
+            return Batch(parts: [try chunk(answer.events.map(\.frame), at: now)])
         }
-        if !answer.events.isEmpty { return try batch(of: answer, coalesced: { session.metrics.eventsCoalesced($0) }) }
+        if !answer.events.isEmpty { return try batch(of: answer, at: now, coalesced: { session.metrics.eventsCoalesced($0) }) }
         cursor = answer.cursor
-        if reason == .tick, ContinuousClock.now - lastWrite >= quietEnough {
-            lastWrite = .now
-            return Batch(parts: [gzip == nil ? Self.keepaliveChunk : try chunk([Self.keepalive])], keepalive: true)
+        if reason == .tick, now - lastWrite >= quietEnough {
+            lastWrite = now
+            return Batch(parts: [gzip == nil ? Self.keepaliveChunk : try chunk([Self.keepalive], at: now)], keepalive: true)
         }
         return nil
     }
@@ -90,7 +91,7 @@ struct EventStream {
     /// The first events of an answer too large for one write: as many as fit
     /// ``ReplayCache/maxBatchBytes``, at least one, and never some of the events that share an
     /// id (a reset and its snapshot), which one cursor could not tell apart.
-    private mutating func batch(of answer: ReplayCache.Answer, coalesced: (Int) -> Void) throws -> Batch {
+    private mutating func batch(of answer: ReplayCache.Answer, at now: ContinuousClock.Instant, coalesced: (Int) -> Void) throws -> Batch {
         let events = answer.events
         var taken = 0
         var bytes = 0
@@ -107,8 +108,8 @@ struct EventStream {
         let left = more ? Int(cursor - from) - taken : answer.coalesced
         if left > 0 { coalesced(left) }
         let frames = events[..<taken].map(\.frame)
-        guard gzip == nil else { return Batch(parts: [try chunk(frames)], more: more) }
-        lastWrite = .now
+        guard gzip == nil else { return Batch(parts: [try chunk(frames, at: now)], more: more) }
+        lastWrite = now
         return Batch(parts: HTTPChunk.parts(frames), more: more)
     }
 
@@ -117,8 +118,8 @@ struct EventStream {
         try gzip.map { HTTPChunk.frame([try $0.finish()]) }
     }
 
-    private mutating func chunk(_ frames: [ByteBuffer]) throws -> ByteBuffer {
-        lastWrite = .now
+    private mutating func chunk(_ frames: [ByteBuffer], at now: ContinuousClock.Instant) throws -> ByteBuffer {
+        lastWrite = now
         guard let gzip else { return HTTPChunk.frame(frames) }
         if frames.count == 1 { return HTTPChunk.frame([try gzip.compress(frames[0])]) }
         var joined = ByteBufferAllocator().buffer(capacity: frames.reduce(0) { $0 + $1.readableBytes })
