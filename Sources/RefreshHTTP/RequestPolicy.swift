@@ -135,7 +135,17 @@ package struct RequestPolicy: Sendable {
 
     /// ASCII letters compared without their case, every other byte as it is.
     package static func equalIgnoringCase(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
-        a.count == b.count && zip(a, b).allSatisfy { lower($0) == lower($1) }
+        // A header's name and value are native strings: their bytes are compared in place,
+        // not through a string view's index one byte at a time.
+        let inPlace = a.withContiguousStorageIfAvailable { a in b.withContiguousStorageIfAvailable { b in equalBytesIgnoringCase(a, b) } }
+        if let inPlace, let inPlace { return inPlace }
+        return a.count == b.count && zip(a, b).allSatisfy { lower($0) == lower($1) }
+    }
+
+    private static func equalBytesIgnoringCase(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        for index in a.indices where a[index] != b[index] && lower(a[index]) != lower(b[index]) { return false }
+        return true
     }
 
     private static func lower(_ byte: UInt8) -> UInt8 {
@@ -186,12 +196,8 @@ package struct RequestPolicy: Sendable {
     }
 
     private static func startsIgnoringCase(_ value: Substring.UTF8View, _ prefix: String) -> Bool {
-        var index = value.startIndex
-        for byte in prefix.utf8 {
-            guard index != value.endIndex, lower(value[index]) == byte else { return false }
-            index = value.index(after: index)
-        }
-        return true
+        let length = prefix.utf8.count
+        return value.count >= length && equalIgnoringCase(value.prefix(length), prefix.utf8)
     }
 
     // MARK: - Content type

@@ -164,13 +164,31 @@ extension ByteBuffer {
 
     /// Whole numbers without a fraction, others in Swift's shortest round-trip form;
     /// non-finite numbers (never produced on purpose) as `null`, since JSON has no NaN.
+    /// A whole number's digits, written in place rather than made into a string first.
+    private mutating func writeWholeNumber(_ value: Int64) {
+        var magnitude = value.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if value < 0 {
+                start -= 1
+                digits[start] = UInt8(ascii: "-")
+            }
+            writeBytes(UnsafeBufferPointer(rebasing: digits[start...]))
+        }
+    }
+
     public mutating func writeJSONNumber(_ number: Double) {
         guard number.isFinite else {
             writeStaticString("null")
             return
         }
         if number == number.rounded(), abs(number) < 1e15 {
-            writeString(String(Int64(number)))
+            writeWholeNumber(Int64(number))
         } else {
             writeString(number.description)
         }

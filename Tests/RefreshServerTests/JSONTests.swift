@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import RefreshJSON
 import Testing
 
@@ -47,6 +48,19 @@ import Testing
                 == #"{"text":"a\"b\\c\n\u003cscript\u003e\u0026\u2028\u0001","whole":80,"fraction":0.5,"nan":null,"none":null}"#)
         let roundTrip = try? JSONSerialization.jsonObject(with: Data(json.buffer.readableBytesView)) as? [String: Any]
         #expect(roundTrip?["text"] as? String == "a\"b\\c\n<script>&\u{2028}\u{1}")
+    }
+
+    /// A whole `Double` is written with the digits `String(Int64(value))` has, at the edges of
+    /// the range written so (below 10¹⁵) and of each digit count; beyond it, as Swift writes it.
+    @Test func writesWholeDoublesAsIntegers() {
+        var values: [Double] = [0, -0.0, 1, -1, 9, 10, -10, 99, 100, 1e15 - 1, -(1e15 - 1), 1e15, 12345678.0]
+        values += (1...14).flatMap { digits in [pow(10, Double(digits)), pow(10, Double(digits)) - 1, -pow(10, Double(digits))] }
+        for value in values {
+            var buffer = ByteBuffer()
+            buffer.writeJSONNumber(value)
+            let expected = abs(value) < 1e15 ? String(Int64(value)) : value.description
+            #expect(String(buffer: buffer) == expected, "\(value)")
+        }
     }
 
     /// Integers as `String(value)` writes them, at both ends of their range, and a key of

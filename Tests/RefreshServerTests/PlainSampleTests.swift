@@ -76,6 +76,29 @@ import Testing
         }
         #expect(read > 100, "the bodies drawn include plain samples")
     }
+
+    /// A position of few digits is converted without the text conversion: to the same
+    /// `Double`, bit for bit (the sign of a zero too), as the text conversion makes, for
+    /// decimals of every length up to where it hands over and a little past it.
+    @Test func aShortDecimalIsTheSameDoubleTheTextConversionMakes() throws {
+        var random = SplitMix(seed: 0xDEC1_0A11)
+        for _ in 0..<50_000 {
+            let integerDigits = 1 + random.next(below: 6)
+            let fractionDigits = random.next(below: 14)
+            var text = random.next(below: 2) == 0 ? "-" : ""
+            text += String(1 + random.next(below: 9)) + (1..<integerDigits).map { _ in String(random.next(below: 10)) }.joined()
+            if random.next(below: 6) == 0 { text = text.hasPrefix("-") ? "-0" : "0" }
+            if fractionDigits > 0 { text += "." + (0..<fractionDigits).map { _ in String(random.next(below: 10)) }.joined() }
+            let sample = try #require(plain(#"{"seq":1,"y":\#(text)}"#), "\(text)")
+            let expected = try #require(Double(text))
+            #expect(sample.sample.y.bitPattern == expected.bitPattern, "\(text)")
+        }
+        for text in ["-0", "-0.0", "0.1", "0.3", "2.675", "1.005", "123456.789012345", "999999.999999999", "0.000000000000001", "1.0000000000000001"]
+        {
+            let sample = try #require(plain(#"{"seq":1,"y":\#(text)}"#), "\(text)")
+            #expect(sample.sample.y.bitPattern == Double(text)!.bitPattern, "\(text)")
+        }
+    }
 }
 
 /// A small seeded generator, so a failure names a body that comes back on every run.

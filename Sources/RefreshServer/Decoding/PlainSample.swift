@@ -78,21 +78,43 @@ private struct PlainReader {
     /// of range (which that refuses as not finite).
     mutating func number() -> Double? {
         let start = index
-        _ = take(UInt8(ascii: "-"))
+        let negative = take(UInt8(ascii: "-"))
         let integer = index
         guard digits() > 0 else { return nil }
         if bytes[integer] == UInt8(ascii: "0"), index - integer > 1 { return nil }
+        let integerEnd = index
+        var fraction = index..<index
         if take(UInt8(ascii: ".")) {
+            let first = index
             guard digits() > 0 else { return nil }
+            fraction = first..<index
         }
         if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
             if !take(UInt8(ascii: "+")) { _ = take(UInt8(ascii: "-")) }
             guard digits() > 0 else { return nil }
+        } else if let exact = Self.exactDecimal(bytes[integer..<integerEnd], fraction: bytes[fraction], negative: negative) {
+            return exact
         }
         guard let value = Double(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)), value.isFinite
         else { return nil }
         return value
     }
+
+    /// A decimal of few digits, without an exponent, the way a page writes a position
+    /// (`-30.5`, `812`): its digits are a whole number a `Double` holds exactly, divided by a
+    /// power of ten it holds exactly, and that one division is rounded as the full conversion
+    /// rounds (the fast path of correctly rounded conversion). `nil` for any other number.
+    private static func exactDecimal(_ integer: Slice<UnsafeRawBufferPointer>, fraction: Slice<UnsafeRawBufferPointer>, negative: Bool) -> Double? {
+        guard integer.count + fraction.count <= 15, fraction.count < powersOfTen.count else { return nil }
+        var digits: UInt64 = 0
+        for byte in integer { digits = digits * 10 + UInt64(byte - UInt8(ascii: "0")) }
+        for byte in fraction { digits = digits * 10 + UInt64(byte - UInt8(ascii: "0")) }
+        let magnitude = Double(digits) / powersOfTen[fraction.count]
+        return negative ? -magnitude : magnitude
+    }
+
+    /// 10⁰ … 10²², every one a `Double` holds exactly.
+    private static let powersOfTen: [Double] = (0...22).map { (0..<$0).reduce(1.0) { value, _ in value * 10 } }
 
     private mutating func digits() -> Int {
         let start = index
