@@ -97,6 +97,15 @@ export class RequestError extends Error {
  *  connection (docs/page.md, "On a slow network"). */
 export const MAX_IN_FLIGHT = 3;
 
+/** An edge's threshold for a viewport `viewportHeight` pixels tall, as the engine computes
+ *  it: a number is itself; `"fit"` is 20 % of the viewport, at most 148 and at least 64, and
+ *  148 while the height is not known yet (`RefreshConfig.Threshold` in Swift). */
+export function thresholdInForce(threshold, viewportHeight) {
+  if (threshold !== "fit") return threshold;
+  if (viewportHeight == null) return 148;
+  return Math.min(148, Math.max(64, viewportHeight * 0.2));
+}
+
 /** Which side of a threshold a position is on, as the server will judge it from the
  *  session's config: the sample that lands on the other side of one than the sample before
  *  it is the one whose answer changes the label (or, with the `cross` trigger, starts the
@@ -127,8 +136,8 @@ export class ThresholdWatch {
     const offset = sample.y - this.#baseline;
     const maxY = this.#contentHeight != null && this.#viewportHeight != null ? this.#contentHeight - this.#viewportHeight : 0;
     let side = "under";
-    if (top?.enabled && -offset >= top.threshold) side = "top";
-    else if (bottom?.enabled && maxY > 0 && offset - maxY >= bottom.threshold) side = "bottom";
+    if (top?.enabled && -offset >= thresholdInForce(top.threshold, this.#viewportHeight)) side = "top";
+    else if (bottom?.enabled && maxY > 0 && offset - maxY >= thresholdInForce(bottom.threshold, this.#viewportHeight)) side = "bottom";
     const crossed = side !== this.#side;
     this.#side = side;
     return crossed;

@@ -12,9 +12,10 @@ import RefreshEngine
 struct ThresholdWatch {
     private enum Side { case under, top, bottom }
 
-    /// Each edge's threshold while that edge is enabled.
-    private let top: Double?
-    private let bottom: Double?
+    /// Each edge's threshold while that edge is enabled; a `fit` one is measured against the
+    /// viewport's last known height, as the engine measures it.
+    private let top: RefreshConfig.Threshold?
+    private let bottom: RefreshConfig.Threshold?
     private let firstSampleIsRest: Bool
     /// Where the list rests, once the first sample has said so.
     private var rest: Double?
@@ -41,9 +42,9 @@ struct ThresholdWatch {
         var maxY = 0.0
         if let contentHeight, let viewportHeight { maxY = contentHeight - viewportHeight }
         var side = Side.under
-        if let top, -offset >= top {
+        if let top, -offset >= top.points(viewportHeight: viewportHeight) {
             side = .top
-        } else if let bottom, maxY > 0, offset - maxY >= bottom {
+        } else if let bottom, maxY > 0, offset - maxY >= bottom.points(viewportHeight: viewportHeight) {
             side = .bottom
         }
         defer { self.side = side }

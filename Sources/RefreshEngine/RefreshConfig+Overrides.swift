@@ -16,14 +16,14 @@ extension RefreshConfig {
 
         public struct Edge: Sendable, Equatable, Codable {
             public var enabled: Bool?
-            public var threshold: Double?
+            public var threshold: Threshold?
             public var trigger: TriggerMode?
             public var heldOffset: Double?
             public var indicatorHeight: Double?
             public var labels: Labels?
 
             public init(
-                enabled: Bool? = nil, threshold: Double? = nil, trigger: TriggerMode? = nil,
+                enabled: Bool? = nil, threshold: Threshold? = nil, trigger: TriggerMode? = nil,
                 heldOffset: Double? = nil, indicatorHeight: Double? = nil, labels: Labels? = nil
             ) {
                 self.enabled = enabled

@@ -54,7 +54,7 @@ public struct RefreshConfig: Sendable, Equatable, Codable {
         /// A disabled edge never arms and reports no pull.
         public var enabled: Bool
         /// Pull distance at which the edge arms or triggers.
-        public var threshold: Double
+        public var threshold: Threshold
         public var trigger: TriggerMode
         /// How far the list stays pushed away from the edge while the action runs, so the
         /// spinner remains visible after the finger lifts.
@@ -64,7 +64,7 @@ public struct RefreshConfig: Sendable, Equatable, Codable {
         public var labels: Labels
 
         public init(
-            enabled: Bool, threshold: Double, trigger: TriggerMode, heldOffset: Double,
+            enabled: Bool, threshold: Threshold, trigger: TriggerMode, heldOffset: Double,
             indicatorHeight: Double = 50, labels: Labels
         ) {
             self.enabled = enabled
@@ -171,10 +171,12 @@ extension RefreshConfig {
             let limit = rubberBand.maxPull
             // A threshold divides the pull and the arrow's turn: below a point, a finger's
             // smallest move is a full pull, and a subnormal one turns the arrow by NaN.
-            try Self.check(edge.threshold, "\(name).threshold", atLeast: 1, upTo: Self.largestLength)
+            if case .points(let points) = edge.threshold {
+                try Self.check(points, "\(name).threshold", atLeast: 1, upTo: Self.largestLength)
+            }
             try Self.check(edge.heldOffset, "\(name).heldOffset", above: 0, upTo: Self.largestLength)
             try Self.check(edge.indicatorHeight, "\(name).indicatorHeight", above: 0, upTo: Self.largestLength)
-            guard edge.threshold < limit else {
+            guard edge.threshold.largest < limit else {
                 throw ConfigError(
                     field: "\(name).threshold",
                     reason: "must be below rubberBand.maxPull (\(Self.format(limit))): a pull could never reach it")

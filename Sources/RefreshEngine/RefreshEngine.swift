@@ -265,7 +265,7 @@ public struct RefreshEngine: Sendable {
     /// Moves one edge's arming with its pull; returns whether the edge fires.
     private func advance(_ arming: inout Arming, _ edge: Edge, phase: Sample.Phase, canFire: Bool) -> Bool {
         let settings = settings(edge)
-        let past = pullableDistance(edge) >= settings.threshold
+        let past = pullableDistance(edge) >= threshold(edge)
         switch arming {
         case .spent:
             if !past { arming = .ready }
@@ -288,7 +288,12 @@ public struct RefreshEngine: Sendable {
 
     /// The arming an edge has once its action ends: it may not fire again while still past.
     private func settled(_ edge: Edge) -> Arming {
-        pullableDistance(edge) >= settings(edge).threshold ? .spent : .ready
+        pullableDistance(edge) >= threshold(edge) ? .spent : .ready
+    }
+
+    /// The edge's threshold in force: a `fit` one follows the viewport's last known height.
+    public func threshold(_ edge: Edge) -> Double {
+        settings(edge).threshold.points(viewportHeight: geometry.viewportHeight)
     }
 
     private func settings(_ edge: Edge) -> RefreshConfig.Edge {
@@ -354,6 +359,7 @@ public struct RefreshEngine: Sendable {
     private func draw(_ edge: Edge, phase: GestureState.Phase) -> GestureState {
         let settings = settings(edge)
         let distance = distance(edge)
+        let threshold = threshold(edge)
         let acting = phase == .refreshing || phase == .loading
         let indicatorOffset = acting ? max(distance, settings.heldOffset) : distance
         let label =
@@ -366,9 +372,9 @@ public struct RefreshEngine: Sendable {
         return GestureState(
             edge: edge,
             phase: phase,
-            pull: min(1, distance / settings.threshold),
+            pull: min(1, distance / threshold),
             distance: distance,
-            rotation: config.rotation ? arrowRotation(distance: distance, threshold: settings.threshold) : 0,
+            rotation: config.rotation ? arrowRotation(distance: distance, threshold: threshold) : 0,
             indicatorOffset: indicatorOffset,
             reveal: min(0, indicatorOffset - settings.indicatorHeight),
             label: label,

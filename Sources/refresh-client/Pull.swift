@@ -48,7 +48,7 @@ struct Pull: AsyncParsableCommand {
                     let session = try await client.session(feed: feed, preset: preset, attempts: 3)
                     await opened.hold(session)
                     let top = await session.config.top
-                    let threshold = top.enabled ? top.threshold : nil
+                    let threshold = top.enabled ? top.threshold.points(viewportHeight: nil) : nil
                     return try await Gesture(distance: distance, threshold: threshold, timeout: timeout).perform(on: session, output)
                 }
                 await opened.close()

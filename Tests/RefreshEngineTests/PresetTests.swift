@@ -19,7 +19,7 @@ import Testing
         let config = Preset.swiftUILab.config
         #expect(Preset(rawValue: "swiftui-lab") == .swiftUILab)
         #expect(config.top.enabled && config.top.threshold == 80 && config.top.trigger == .cross)
-        #expect(config.top.heldOffset == config.top.threshold)
+        #expect(config.top.threshold == .points(config.top.heldOffset))
         #expect(!config.bottom.enabled && !config.prefetch)
         #expect(config.rotation && config.baseline == .zero)
     }
@@ -51,8 +51,9 @@ import Testing
     /// 40-point drag under it.
     @Test func rubberBandLetsAFullDragArm() {
         let config = Preset.standard.config
-        #expect(config.rubberBand.displayed(travel: 150) >= config.top.threshold)
-        #expect(config.rubberBand.displayed(travel: 40) < config.top.threshold)
+        let threshold = config.top.threshold.points(viewportHeight: nil)
+        #expect(config.rubberBand.displayed(travel: 150) >= threshold)
+        #expect(config.rubberBand.displayed(travel: 40) < threshold)
         #expect(config.rubberBand.displayed(travel: 0) == 0)
         #expect(config.rubberBand.displayed(travel: -10) == 0)
         #expect(config.rubberBand.displayed(travel: 1_000_000) < config.rubberBand.maxPull)
@@ -107,10 +108,10 @@ import Testing
     @Test(arguments: [
         (RefreshConfig.Overrides(top: .init(threshold: -1)), "top.threshold"),
         (RefreshConfig.Overrides(top: .init(threshold: 0)), "top.threshold"),
-        (RefreshConfig.Overrides(top: .init(threshold: .leastNonzeroMagnitude)), "top.threshold"),
+        (RefreshConfig.Overrides(top: .init(threshold: .points(.leastNonzeroMagnitude))), "top.threshold"),
         (RefreshConfig.Overrides(bottom: .init(threshold: 0.5)), "bottom.threshold"),
-        (RefreshConfig.Overrides(top: .init(threshold: .nan)), "top.threshold"),
-        (RefreshConfig.Overrides(bottom: .init(threshold: .infinity)), "bottom.threshold"),
+        (RefreshConfig.Overrides(top: .init(threshold: .points(.nan))), "top.threshold"),
+        (RefreshConfig.Overrides(bottom: .init(threshold: .points(.infinity))), "bottom.threshold"),
         (RefreshConfig.Overrides(top: .init(threshold: 400)), "top.threshold"),
         (RefreshConfig.Overrides(top: .init(heldOffset: 401)), "top.heldOffset"),
         (RefreshConfig.Overrides(top: .init(heldOffset: 0)), "top.heldOffset"),
@@ -123,6 +124,8 @@ import Testing
         (RefreshConfig.Overrides(rubberBand: .init(maxPull: 0)), "rubberBand.maxPull"),
         (RefreshConfig.Overrides(rubberBand: .init(coefficient: .nan)), "rubberBand.coefficient"),
         (RefreshConfig.Overrides(rubberBand: .init(maxPull: 60)), "top.threshold"),
+        // A `fit` threshold reaches 148 on a tall screen: a pull must be able to go past it.
+        (RefreshConfig.Overrides(top: .init(threshold: .fit), rubberBand: .init(maxPull: 148)), "top.threshold"),
     ])
     func invalidConfigsAreRejectedWithTheirField(overrides: RefreshConfig.Overrides, field: String) {
         #expect(throws: ConfigError.self) { try Preset.standard.config.applying(overrides) }

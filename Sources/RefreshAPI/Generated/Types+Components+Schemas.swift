@@ -421,10 +421,51 @@ extension Components {
         package struct Edge: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/Edge/enabled`.
             package var enabled: Swift.Bool?
-            /// At least one point: a threshold divides the pull and the arrow's turn.
+            /// At least one point: a threshold divides the pull and the arrow's turn. "fit": 20 % of the viewport's height, at most 148 and at least 64 (148 until a sample gives the height).
             ///
             /// - Remark: Generated from `#/components/schemas/Edge/threshold`.
-            package var threshold: Swift.Double?
+            @frozen package enum ThresholdPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Edge/threshold/case1`.
+                case case1(Swift.Double)
+                /// - Remark: Generated from `#/components/schemas/Edge/threshold/case2`.
+                @frozen package enum Case2Payload: String, Codable, Hashable, Sendable, CaseIterable {
+                    case fit = "fit"
+                }
+                /// - Remark: Generated from `#/components/schemas/Edge/threshold/case2`.
+                case case2(Components.Schemas.Edge.ThresholdPayload.Case2Payload)
+                package init(from decoder: any Swift.Decoder) throws {
+                    var errors: [any Swift.Error] = []
+                    do {
+                        self = .case1(try decoder.decodeFromSingleValueContainer())
+                        return
+                    } catch {
+                        errors.append(error)
+                    }
+                    do {
+                        self = .case2(try decoder.decodeFromSingleValueContainer())
+                        return
+                    } catch {
+                        errors.append(error)
+                    }
+                    throw Swift.DecodingError.failedToDecodeOneOfSchema(
+                        type: Self.self,
+                        codingPath: decoder.codingPath,
+                        errors: errors
+                    )
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    switch self {
+                    case let .case1(value):
+                        try encoder.encodeToSingleValueContainer(value)
+                    case let .case2(value):
+                        try encoder.encodeToSingleValueContainer(value)
+                    }
+                }
+            }
+            /// At least one point: a threshold divides the pull and the arrow's turn. "fit": 20 % of the viewport's height, at most 148 and at least 64 (148 until a sample gives the height).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Edge/threshold`.
+            package var threshold: Components.Schemas.Edge.ThresholdPayload?
             /// - Remark: Generated from `#/components/schemas/Edge/trigger`.
             @frozen package enum TriggerPayload: String, Codable, Hashable, Sendable, CaseIterable {
                 case release = "release"
@@ -442,14 +483,14 @@ extension Components {
             ///
             /// - Parameters:
             ///   - enabled:
-            ///   - threshold: At least one point: a threshold divides the pull and the arrow's turn.
+            ///   - threshold: At least one point: a threshold divides the pull and the arrow's turn. "fit": 20 % of the viewport's height, at most 148 and at least 64 (148 until a sample gives the height).
             ///   - trigger:
             ///   - heldOffset:
             ///   - indicatorHeight:
             ///   - labels:
             package init(
                 enabled: Swift.Bool? = nil,
-                threshold: Swift.Double? = nil,
+                threshold: Components.Schemas.Edge.ThresholdPayload? = nil,
                 trigger: Components.Schemas.Edge.TriggerPayload? = nil,
                 heldOffset: Swift.Double? = nil,
                 indicatorHeight: Swift.Double? = nil,
@@ -477,7 +518,7 @@ extension Components {
                     forKey: .enabled
                 )
                 self.threshold = try container.decodeIfPresent(
-                    Swift.Double.self,
+                    Components.Schemas.Edge.ThresholdPayload.self,
                     forKey: .threshold
                 )
                 self.trigger = try container.decodeIfPresent(

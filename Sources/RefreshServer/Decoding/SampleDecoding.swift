@@ -164,7 +164,10 @@ extension JSONWriter {
     private mutating func edge(_ edge: RefreshConfig.Edge) {
         beginObject()
         field("enabled", edge.enabled)
-        field("threshold", edge.threshold)
+        switch edge.threshold {
+        case .points(let points): field("threshold", points)
+        case .fit: field("threshold", "fit")
+        }
         field("trigger", edge.trigger.rawValue)
         field("heldOffset", edge.heldOffset)
         field("indicatorHeight", edge.indicatorHeight)

@@ -12,7 +12,7 @@ struct QueueTable: Decodable, Sendable {
     struct Config: Decodable, Sendable {
         struct Edge: Decodable, Sendable {
             var enabled: Bool
-            var threshold: Double
+            var threshold: RefreshConfig.Threshold
         }
 
         var top: Edge?
