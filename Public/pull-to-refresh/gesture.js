@@ -124,7 +124,7 @@ export class GestureCapture {
   /** @param {HTMLElement} scroller  the element that scrolls the list
    *  @param {object} hooks  rubberBand(): config; shown(edge): the distance the list shows
    *  past that edge now; onPull(edge, distance) while the input moves the list;
-   *  onSample({y, phase}); onRelease(edge) once the input let go of the list (its release
+   *  onSample({y, phase, input?}); onRelease(edge) once the input let go of the list (its release
    *  sample is posted by then); onDrop(edge) when the pull was dropped instead */
   constructor(scroller, hooks) {
     this.scroller = scroller;
@@ -182,7 +182,8 @@ export class GestureCapture {
     const y = pull.edge === "top" ? -distance : this.maxY + distance;
     if (pull.travel === 0) this.pull = null;
     this.hooks.onPull(pull.edge, distance);
-    this.hooks.onSample({ y, phase: "drag" });
+    // What moved the list goes with it: the server counts pulls by it (its pull insights).
+    this.hooks.onSample({ y, phase: "drag", input: pull.source });
     return this.pull != null;
   }
 
@@ -191,9 +192,9 @@ export class GestureCapture {
    *  the same task, so they reach the server together. */
   #end() {
     if (!this.pull) return;
-    const { edge, travel } = this.pull;
+    const { edge, travel, source } = this.pull;
     const distance = rubberBand(travel, this.hooks.rubberBand());
-    this.hooks.onSample({ y: edge === "top" ? -distance : this.maxY + distance, phase: "release" });
+    this.hooks.onSample({ y: edge === "top" ? -distance : this.maxY + distance, phase: "release", input: source });
     this.pull = null;
     this.hooks.onSample({ y: this.scroller.scrollTop, phase: "scroll" });
     this.hooks.onRelease(edge);

@@ -35,7 +35,8 @@ extension Components.Schemas.Sample {
     init(_ sample: Sample) {
         self.init(
             seq: sample.seq, t: sample.t, y: sample.y, phase: PhasePayload(rawValue: sample.phase.rawValue),
-            contentHeight: sample.contentHeight, viewportHeight: sample.viewportHeight)
+            contentHeight: sample.contentHeight, viewportHeight: sample.viewportHeight,
+            input: sample.input.flatMap { InputPayload(rawValue: $0.rawValue) })
     }
 }
 

@@ -11,7 +11,7 @@ struct TokenMiddleware: ClientMiddleware {
     /// The operations whose `security` in Public/openapi.yaml names `token`.
     static let secured: Set<String> = [
         "createSession", "sessionEvents", "sharedEvents", "listItems", "listFeedItems", "getFeed", "publishItems", "publishFeedItems",
-        "getItem", "getFeedItem", "replaceItem", "replaceFeedItem", "patchItem", "patchFeedItem", "removeItem", "removeFeedItem",
+        "getItem", "getFeedItem", "replaceItem", "replaceFeedItem", "patchItem", "patchFeedItem", "removeItem", "removeFeedItem", "getInsights",
     ]
 
     let token: @Sendable () async throws -> String?

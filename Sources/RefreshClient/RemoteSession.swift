@@ -392,12 +392,13 @@ public actor RemoteSession {
     private var elapsed: Duration { ContinuousClock.now - began }
 
     /// Queues the scroll view's offset `y` (UIKit's `contentOffset.y`: negative when pulled
-    /// down past the top), as `post(_:)` does for one sample. Heights may be left out while unchanged.
+    /// down past the top), as `post(_:)` does for one sample. Heights and `input` (what moved
+    /// the list, which the server's pull insights count by) may be left out while unchanged.
     @discardableResult
     public func post(
-        y: Double, phase: Sample.Phase = .drag, contentHeight: Double? = nil, viewportHeight: Double? = nil
+        y: Double, phase: Sample.Phase = .drag, contentHeight: Double? = nil, viewportHeight: Double? = nil, input: Sample.Input? = nil
     ) -> Int? {
-        post(Sample(seq: 0, y: y, phase: phase, contentHeight: contentHeight, viewportHeight: viewportHeight))
+        post(Sample(seq: 0, y: y, phase: phase, contentHeight: contentHeight, viewportHeight: viewportHeight, input: input))
     }
 
     /// Returns once every sample posted so far has been taken by the server (or dropped with

@@ -89,11 +89,12 @@ struct SampleQueue {
         var sample: Sample
         let pushed: Int
 
-        /// Heights are sent only when they change: a sample that takes another's place keeps
-        /// the heights it did not give itself, or the server would never learn them.
+        /// Heights and the input are sent only when they change: a sample that takes another's
+        /// place keeps those it did not give itself, or the server would never learn them.
         mutating func inherit(from replaced: Entry) {
             sample.contentHeight = sample.contentHeight ?? replaced.sample.contentHeight
             sample.viewportHeight = sample.viewportHeight ?? replaced.sample.viewportHeight
+            sample.input = sample.input ?? replaced.sample.input
         }
     }
 

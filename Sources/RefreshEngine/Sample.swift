@@ -10,6 +10,18 @@ public struct Sample: Sendable, Equatable, Codable {
         case scroll
     }
 
+    /// What the person moved the list with. The engine decides the same for every kind; the
+    /// server counts pulls by it, so those who tune a list can tell a mouse drag from a finger.
+    public enum Input: String, Sendable, Codable, CaseIterable {
+        case touch
+        case mouse
+        /// A wheel or a trackpad's scrolling.
+        case wheel
+        case keyboard
+        /// A program moved it (a test, a script, an app's own code).
+        case program
+    }
+
     /// Strictly increasing per session; an older one is ignored.
     public var seq: Int
     /// Milliseconds on the page's clock; carried so the engine never reads a clock itself.
@@ -21,10 +33,12 @@ public struct Sample: Sendable, Equatable, Codable {
     /// Omitted when unchanged since the previous sample.
     public var contentHeight: Double?
     public var viewportHeight: Double?
+    /// Omitted when unchanged since the previous sample, or when the sender does not say.
+    public var input: Input?
 
     public init(
         seq: Int, t: Double = 0, y: Double, phase: Phase = .drag,
-        contentHeight: Double? = nil, viewportHeight: Double? = nil
+        contentHeight: Double? = nil, viewportHeight: Double? = nil, input: Input? = nil
     ) {
         self.seq = seq
         self.t = t
@@ -32,6 +46,7 @@ public struct Sample: Sendable, Equatable, Codable {
         self.phase = phase
         self.contentHeight = contentHeight
         self.viewportHeight = viewportHeight
+        self.input = input
     }
 
     /// Largest offset or height taken as a real measurement rather than a bug or an attack.

@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import Logging
 import RefreshFeed
@@ -12,6 +13,7 @@ struct ServerParts {
     let feed: any FeedSource
     let feeds: FeedRegistry
     let sessions: SessionStore
+    let insights: PullInsights
     let streams: StreamGate
     let access: AccessControl
     let configuration: ServerConfiguration
@@ -26,7 +28,8 @@ struct ServerParts {
     ) {
         feeds = FeedRegistry(feed: feed, settings: configuration.sessionSettings, metrics: metrics)
         self.feed = feeds.main
-        sessions = SessionStore(feeds: feeds, limits: configuration.sessionSettings)
+        insights = PullInsights(patterns: configuration.insightsFeedPatterns)
+        sessions = SessionStore(feeds: feeds, limits: configuration.sessionSettings, insights: insights)
         streams = StreamGate(maxStreams: configuration.maxStreams, maxPerClient: configuration.maxStreamsPerClient)
         access = AccessControl(configuration: configuration, verifier: verifier, refused: metrics.authRefused)
         self.configuration = configuration
@@ -42,7 +45,9 @@ struct ServerParts {
             sessions: SessionRoutes(sessions: sessions, feeds: feeds, streams: streams, access: access, configuration: configuration),
             items: ItemRoutes(feeds: feeds, access: access, configuration: configuration),
             health: HealthRoutes(feed: feed, notificationsUp: notificationsUp, deadline: .seconds(2)),
-            metrics: MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams, feeds: feeds))
+            metrics: MetricsRoutes(metrics: metrics, sessions: sessions, streams: streams, feeds: feeds),
+            insights: InsightsRoutes(
+                insights: insights, access: access, instance: configuration.instanceName ?? ProcessInfo.processInfo.hostName))
         return RouteTable.responder(handlers: handlers) { request, _ in
             guard let response = try files.response(path: request.uri.path, request: request) else {
                 throw APIError(.notFound, "Nothing at \(request.uri.path).")

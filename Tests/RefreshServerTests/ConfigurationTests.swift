@@ -50,7 +50,7 @@ import Testing
                 )
             case "public-host":
                 (.strings(["a.example", "10.0.0.7"]), "a.example,10.0.0.7", "a.example, 10.0.0.7")
-            case "public-feed":
+            case "public-feed", "insights-feed":
                 (.strings(["news", "team.*"]), "news,team.*", "news, team.*")
             case "auth-key":
                 (.strings(keyFiles), keyFiles.joined(separator: ","), keyFiles.joined(separator: ", "))

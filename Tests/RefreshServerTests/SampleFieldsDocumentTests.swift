@@ -38,6 +38,9 @@ import Testing
                 let names = Sample.Phase.allCases.map(\.rawValue).joined(separator: ", ")
                 #expect(described.contains("enum: [\(names)]"), "\(field)")
                 #expect(described.contains("default: \(SampleDraft(seq: 1, y: 0).sample?.phase.rawValue ?? "?")"), "\(field)")
+            case .input:
+                let names = Sample.Input.allCases.map(\.rawValue).joined(separator: ", ")
+                #expect(described.contains("enum: [\(names)]"), "\(field)")
             }
         }
     }

@@ -724,6 +724,546 @@ extension Components {
                 try self.value1.encode(to: encoder)
             }
         }
+        /// - Remark: Generated from `#/components/schemas/PullHistogram`.
+        package struct PullHistogram: Codable, Hashable, Sendable {
+            /// Per bucket: at most each bound, then above the last.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PullHistogram/counts`.
+            package var counts: [Swift.Int]
+            /// - Remark: Generated from `#/components/schemas/PullHistogram/sum`.
+            package var sum: Swift.Double
+            /// Creates a new `PullHistogram`.
+            ///
+            /// - Parameters:
+            ///   - counts: Per bucket: at most each bound, then above the last.
+            ///   - sum:
+            package init(
+                counts: [Swift.Int],
+                sum: Swift.Double
+            ) {
+                self.counts = counts
+                self.sum = sum
+            }
+            package enum CodingKeys: String, CodingKey {
+                case counts
+                case sum
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.counts = try container.decode(
+                    [Swift.Int].self,
+                    forKey: .counts
+                )
+                self.sum = try container.decode(
+                    Swift.Double.self,
+                    forKey: .sum
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "counts",
+                    "sum"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/PullOutcomes`.
+        package struct PullOutcomes: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/PullOutcomes/begun`.
+            package var begun: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/PullOutcomes/armed`.
+            package var armed: Swift.Int
+            /// Armed
+            ///
+            /// - Remark: Generated from `#/components/schemas/PullOutcomes/takenBack`.
+            package var takenBack: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/PullOutcomes/refreshed`.
+            package var refreshed: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/PullOutcomes/loadedMore`.
+            package var loadedMore: Swift.Int
+            /// Started an action within 10 s of the one before.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PullOutcomes/retriggered`.
+            package var retriggered: Swift.Int
+            /// Pulled less than 10 points.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PullOutcomes/short`.
+            package var short: Swift.Int
+            /// Creates a new `PullOutcomes`.
+            ///
+            /// - Parameters:
+            ///   - begun:
+            ///   - armed:
+            ///   - takenBack: Armed
+            ///   - refreshed:
+            ///   - loadedMore:
+            ///   - retriggered: Started an action within 10 s of the one before.
+            ///   - short: Pulled less than 10 points.
+            package init(
+                begun: Swift.Int,
+                armed: Swift.Int,
+                takenBack: Swift.Int,
+                refreshed: Swift.Int,
+                loadedMore: Swift.Int,
+                retriggered: Swift.Int,
+                short: Swift.Int
+            ) {
+                self.begun = begun
+                self.armed = armed
+                self.takenBack = takenBack
+                self.refreshed = refreshed
+                self.loadedMore = loadedMore
+                self.retriggered = retriggered
+                self.short = short
+            }
+            package enum CodingKeys: String, CodingKey {
+                case begun
+                case armed
+                case takenBack
+                case refreshed
+                case loadedMore
+                case retriggered
+                case short
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/PullTally`.
+        package struct PullTally: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/PullTally/value1`.
+            package var value1: Components.Schemas.PullOutcomes
+            /// - Remark: Generated from `#/components/schemas/PullTally/value2`.
+            package struct Value2Payload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/PullTally/value2/distance`.
+                package var distance: Components.Schemas.PullHistogram
+                /// - Remark: Generated from `#/components/schemas/PullTally/value2/duration`.
+                package var duration: Components.Schemas.PullHistogram
+                /// Creates a new `Value2Payload`.
+                ///
+                /// - Parameters:
+                ///   - distance:
+                ///   - duration:
+                package init(
+                    distance: Components.Schemas.PullHistogram,
+                    duration: Components.Schemas.PullHistogram
+                ) {
+                    self.distance = distance
+                    self.duration = duration
+                }
+                package enum CodingKeys: String, CodingKey {
+                    case distance
+                    case duration
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/PullTally/value2`.
+            package var value2: Components.Schemas.PullTally.Value2Payload
+            /// Creates a new `PullTally`.
+            ///
+            /// - Parameters:
+            ///   - value1:
+            ///   - value2:
+            package init(
+                value1: Components.Schemas.PullOutcomes,
+                value2: Components.Schemas.PullTally.Value2Payload
+            ) {
+                self.value1 = value1
+                self.value2 = value2
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                self.value1 = try .init(from: decoder)
+                self.value2 = try .init(from: decoder)
+            }
+            package func encode(to encoder: any Swift.Encoder) throws {
+                try self.value1.encode(to: encoder)
+                try self.value2.encode(to: encoder)
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Insights`.
+        package struct Insights: Codable, Hashable, Sendable {
+            /// The instance that answered (`--instance`, else its host's name).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Insights/instance`.
+            package var instance: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Insights/since`.
+            package var since: Foundation.Date?
+            /// - Remark: Generated from `#/components/schemas/Insights/until`.
+            package var until: Foundation.Date
+            /// The patterns counted here that the caller may read.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Insights/feeds`.
+            package var feeds: [Swift.String]
+            /// Points.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Insights/distanceBounds`.
+            package var distanceBounds: [Swift.Double]
+            /// Milliseconds.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Insights/durationBounds`.
+            package var durationBounds: [Swift.Double]
+            /// Each preset's thresholds by edge, in points.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Insights/thresholds`.
+            package struct ThresholdsPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Insights/thresholds/additionalProperties`.
+                package struct AdditionalPropertiesPayload: Codable, Hashable, Sendable {
+                    /// A container of undocumented properties.
+                    package var additionalProperties: [String: Swift.Double]
+                    /// Creates a new `AdditionalPropertiesPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - additionalProperties: A container of undocumented properties.
+                    package init(additionalProperties: [String: Swift.Double] = .init()) {
+                        self.additionalProperties = additionalProperties
+                    }
+                    package init(from decoder: any Swift.Decoder) throws {
+                        additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                    }
+                    package func encode(to encoder: any Swift.Encoder) throws {
+                        try encoder.encodeAdditionalProperties(additionalProperties)
+                    }
+                }
+                /// A container of undocumented properties.
+                package var additionalProperties: [String: Components.Schemas.Insights.ThresholdsPayload.AdditionalPropertiesPayload]
+                /// Creates a new `ThresholdsPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                package init(additionalProperties: [String: Components.Schemas.Insights.ThresholdsPayload.AdditionalPropertiesPayload] = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// Each preset's thresholds by edge, in points.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Insights/thresholds`.
+            package var thresholds: Components.Schemas.Insights.ThresholdsPayload
+            /// - Remark: Generated from `#/components/schemas/Insights/fit`.
+            package struct FitPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Insights/fit/share`.
+                package var share: Swift.Double
+                /// - Remark: Generated from `#/components/schemas/Insights/fit/min`.
+                package var min: Swift.Double
+                /// - Remark: Generated from `#/components/schemas/Insights/fit/max`.
+                package var max: Swift.Double
+                /// Creates a new `FitPayload`.
+                ///
+                /// - Parameters:
+                ///   - share:
+                ///   - min:
+                ///   - max:
+                package init(
+                    share: Swift.Double,
+                    min: Swift.Double,
+                    max: Swift.Double
+                ) {
+                    self.share = share
+                    self.min = min
+                    self.max = max
+                }
+                package enum CodingKeys: String, CodingKey {
+                    case share
+                    case min
+                    case max
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    let container = try decoder.container(keyedBy: CodingKeys.self)
+                    self.share = try container.decode(
+                        Swift.Double.self,
+                        forKey: .share
+                    )
+                    self.min = try container.decode(
+                        Swift.Double.self,
+                        forKey: .min
+                    )
+                    self.max = try container.decode(
+                        Swift.Double.self,
+                        forKey: .max
+                    )
+                    try decoder.ensureNoAdditionalProperties(knownKeys: [
+                        "share",
+                        "min",
+                        "max"
+                    ])
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Insights/fit`.
+            package var fit: Components.Schemas.Insights.FitPayload
+            /// - Remark: Generated from `#/components/schemas/Insights/total`.
+            package var total: Components.Schemas.PullTally
+            /// - Remark: Generated from `#/components/schemas/Insights/byFeed`.
+            package struct ByFeedPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                package var additionalProperties: [String: Components.Schemas.PullTally]
+                /// Creates a new `ByFeedPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                package init(additionalProperties: [String: Components.Schemas.PullTally] = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Insights/byFeed`.
+            package var byFeed: Components.Schemas.Insights.ByFeedPayload
+            /// - Remark: Generated from `#/components/schemas/Insights/byPreset`.
+            package struct ByPresetPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                package var additionalProperties: [String: Components.Schemas.PullTally]
+                /// Creates a new `ByPresetPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                package init(additionalProperties: [String: Components.Schemas.PullTally] = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Insights/byPreset`.
+            package var byPreset: Components.Schemas.Insights.ByPresetPayload
+            /// touch, mouse, wheel, keyboard, program, unknown.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Insights/byInput`.
+            package struct ByInputPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                package var additionalProperties: [String: Components.Schemas.PullTally]
+                /// Creates a new `ByInputPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                package init(additionalProperties: [String: Components.Schemas.PullTally] = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// touch, mouse, wheel, keyboard, program, unknown.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Insights/byInput`.
+            package var byInput: Components.Schemas.Insights.ByInputPayload
+            /// Viewport heights: unknown, 0-599, 600-899, 900-1199, 1200+.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Insights/byBand`.
+            package struct ByBandPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                package var additionalProperties: [String: Components.Schemas.PullTally]
+                /// Creates a new `ByBandPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                package init(additionalProperties: [String: Components.Schemas.PullTally] = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// Viewport heights: unknown, 0-599, 600-899, 900-1199, 1200+.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Insights/byBand`.
+            package var byBand: Components.Schemas.Insights.ByBandPayload
+            /// - Remark: Generated from `#/components/schemas/Insights/SeriesPayload`.
+            package struct SeriesPayloadPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Insights/SeriesPayload/value1`.
+                package var value1: Components.Schemas.PullOutcomes
+                /// - Remark: Generated from `#/components/schemas/Insights/SeriesPayload/value2`.
+                package struct Value2Payload: Codable, Hashable, Sendable {
+                    /// - Remark: Generated from `#/components/schemas/Insights/SeriesPayload/value2/minute`.
+                    package var minute: Foundation.Date
+                    /// Creates a new `Value2Payload`.
+                    ///
+                    /// - Parameters:
+                    ///   - minute:
+                    package init(minute: Foundation.Date) {
+                        self.minute = minute
+                    }
+                    package enum CodingKeys: String, CodingKey {
+                        case minute
+                    }
+                }
+                /// - Remark: Generated from `#/components/schemas/Insights/SeriesPayload/value2`.
+                package var value2: Components.Schemas.Insights.SeriesPayloadPayload.Value2Payload
+                /// Creates a new `SeriesPayloadPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                ///   - value2:
+                package init(
+                    value1: Components.Schemas.PullOutcomes,
+                    value2: Components.Schemas.Insights.SeriesPayloadPayload.Value2Payload
+                ) {
+                    self.value1 = value1
+                    self.value2 = value2
+                }
+                package init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try .init(from: decoder)
+                    self.value2 = try .init(from: decoder)
+                }
+                package func encode(to encoder: any Swift.Encoder) throws {
+                    try self.value1.encode(to: encoder)
+                    try self.value2.encode(to: encoder)
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Insights/series`.
+            package typealias SeriesPayload = [Components.Schemas.Insights.SeriesPayloadPayload]
+            /// - Remark: Generated from `#/components/schemas/Insights/series`.
+            package var series: Components.Schemas.Insights.SeriesPayload
+            /// Creates a new `Insights`.
+            ///
+            /// - Parameters:
+            ///   - instance: The instance that answered (`--instance`, else its host's name).
+            ///   - since:
+            ///   - until:
+            ///   - feeds: The patterns counted here that the caller may read.
+            ///   - distanceBounds: Points.
+            ///   - durationBounds: Milliseconds.
+            ///   - thresholds: Each preset's thresholds by edge, in points.
+            ///   - fit:
+            ///   - total:
+            ///   - byFeed:
+            ///   - byPreset:
+            ///   - byInput: touch, mouse, wheel, keyboard, program, unknown.
+            ///   - byBand: Viewport heights: unknown, 0-599, 600-899, 900-1199, 1200+.
+            ///   - series:
+            package init(
+                instance: Swift.String,
+                since: Foundation.Date? = nil,
+                until: Foundation.Date,
+                feeds: [Swift.String],
+                distanceBounds: [Swift.Double],
+                durationBounds: [Swift.Double],
+                thresholds: Components.Schemas.Insights.ThresholdsPayload,
+                fit: Components.Schemas.Insights.FitPayload,
+                total: Components.Schemas.PullTally,
+                byFeed: Components.Schemas.Insights.ByFeedPayload,
+                byPreset: Components.Schemas.Insights.ByPresetPayload,
+                byInput: Components.Schemas.Insights.ByInputPayload,
+                byBand: Components.Schemas.Insights.ByBandPayload,
+                series: Components.Schemas.Insights.SeriesPayload
+            ) {
+                self.instance = instance
+                self.since = since
+                self.until = until
+                self.feeds = feeds
+                self.distanceBounds = distanceBounds
+                self.durationBounds = durationBounds
+                self.thresholds = thresholds
+                self.fit = fit
+                self.total = total
+                self.byFeed = byFeed
+                self.byPreset = byPreset
+                self.byInput = byInput
+                self.byBand = byBand
+                self.series = series
+            }
+            package enum CodingKeys: String, CodingKey {
+                case instance
+                case since
+                case until
+                case feeds
+                case distanceBounds
+                case durationBounds
+                case thresholds
+                case fit
+                case total
+                case byFeed
+                case byPreset
+                case byInput
+                case byBand
+                case series
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.instance = try container.decode(
+                    Swift.String.self,
+                    forKey: .instance
+                )
+                self.since = try container.decodeIfPresent(
+                    Foundation.Date.self,
+                    forKey: .since
+                )
+                self.until = try container.decode(
+                    Foundation.Date.self,
+                    forKey: .until
+                )
+                self.feeds = try container.decode(
+                    [Swift.String].self,
+                    forKey: .feeds
+                )
+                self.distanceBounds = try container.decode(
+                    [Swift.Double].self,
+                    forKey: .distanceBounds
+                )
+                self.durationBounds = try container.decode(
+                    [Swift.Double].self,
+                    forKey: .durationBounds
+                )
+                self.thresholds = try container.decode(
+                    Components.Schemas.Insights.ThresholdsPayload.self,
+                    forKey: .thresholds
+                )
+                self.fit = try container.decode(
+                    Components.Schemas.Insights.FitPayload.self,
+                    forKey: .fit
+                )
+                self.total = try container.decode(
+                    Components.Schemas.PullTally.self,
+                    forKey: .total
+                )
+                self.byFeed = try container.decode(
+                    Components.Schemas.Insights.ByFeedPayload.self,
+                    forKey: .byFeed
+                )
+                self.byPreset = try container.decode(
+                    Components.Schemas.Insights.ByPresetPayload.self,
+                    forKey: .byPreset
+                )
+                self.byInput = try container.decode(
+                    Components.Schemas.Insights.ByInputPayload.self,
+                    forKey: .byInput
+                )
+                self.byBand = try container.decode(
+                    Components.Schemas.Insights.ByBandPayload.self,
+                    forKey: .byBand
+                )
+                self.series = try container.decode(
+                    Components.Schemas.Insights.SeriesPayload.self,
+                    forKey: .series
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "instance",
+                    "since",
+                    "until",
+                    "feeds",
+                    "distanceBounds",
+                    "durationBounds",
+                    "thresholds",
+                    "fit",
+                    "total",
+                    "byFeed",
+                    "byPreset",
+                    "byInput",
+                    "byBand",
+                    "series"
+                ])
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/Sample`.
         package struct Sample: Codable, Hashable, Sendable {
             /// Strictly increasing per session; at most 2^53 − 1, beyond which a JSON number is not exact (422).
@@ -750,6 +1290,20 @@ extension Components {
             package var contentHeight: Swift.Double?
             /// - Remark: Generated from `#/components/schemas/Sample/viewportHeight`.
             package var viewportHeight: Swift.Double?
+            /// What moved the list; the server counts pulls by it (GET /api/insights). Omitted when unchanged or unknown.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Sample/input`.
+            @frozen package enum InputPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case touch = "touch"
+                case mouse = "mouse"
+                case wheel = "wheel"
+                case keyboard = "keyboard"
+                case program = "program"
+            }
+            /// What moved the list; the server counts pulls by it (GET /api/insights). Omitted when unchanged or unknown.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Sample/input`.
+            package var input: Components.Schemas.Sample.InputPayload?
             /// Creates a new `Sample`.
             ///
             /// - Parameters:
@@ -759,13 +1313,15 @@ extension Components {
             ///   - phase:
             ///   - contentHeight:
             ///   - viewportHeight:
+            ///   - input: What moved the list; the server counts pulls by it (GET /api/insights). Omitted when unchanged or unknown.
             package init(
                 seq: Swift.Int,
                 t: Swift.Double? = nil,
                 y: Swift.Double,
                 phase: Components.Schemas.Sample.PhasePayload? = nil,
                 contentHeight: Swift.Double? = nil,
-                viewportHeight: Swift.Double? = nil
+                viewportHeight: Swift.Double? = nil,
+                input: Components.Schemas.Sample.InputPayload? = nil
             ) {
                 self.seq = seq
                 self.t = t
@@ -773,6 +1329,7 @@ extension Components {
                 self.phase = phase
                 self.contentHeight = contentHeight
                 self.viewportHeight = viewportHeight
+                self.input = input
             }
             package enum CodingKeys: String, CodingKey {
                 case seq
@@ -781,6 +1338,7 @@ extension Components {
                 case phase
                 case contentHeight
                 case viewportHeight
+                case input
             }
             package init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -808,13 +1366,18 @@ extension Components {
                     Swift.Double.self,
                     forKey: .viewportHeight
                 )
+                self.input = try container.decodeIfPresent(
+                    Components.Schemas.Sample.InputPayload.self,
+                    forKey: .input
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "seq",
                     "t",
                     "y",
                     "phase",
                     "contentHeight",
-                    "viewportHeight"
+                    "viewportHeight",
+                    "input"
                 ])
             }
         }

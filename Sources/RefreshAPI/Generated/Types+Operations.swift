@@ -536,6 +536,262 @@ package enum Operations {
             }
         }
     }
+    /// How people pull this instance's lists
+    ///
+    /// Pulls of this instance's sessions, counted on the server from the samples it decides on, kept by minute for a day: pulls begun, armed, armed and taken back before the release, refreshes and load-mores they started, starts within 10 s of the one before, pulls shorter than 10 points; the distance at release and the time from the first sample to the release as histograms. Counted by feed pattern (the server's `--insights-feed` patterns, then `*`), preset, input (the samples' `input`) and viewport-height band, and never by person, session or feed name. Needs the publish right (or the token right `insights`) on every feed of a pattern, or the publish token; without `--auth-key`, as publishing. Each instance answers for itself and says which it is.
+    ///
+    /// - Remark: HTTP `GET /api/insights`.
+    /// - Remark: Generated from `#/paths//api/insights/get(getInsights)`.
+    package enum GetInsights {
+        package static let id: Swift.String = "getInsights"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/insights/GET/query`.
+            package struct Query: Sendable, Hashable {
+                /// Only the minutes from this one (RFC 3339); the whole day kept when absent.
+                ///
+                /// - Remark: Generated from `#/paths/api/insights/GET/query/since`.
+                package var since: Foundation.Date?
+                /// One of the server's insights patterns (`team.*`, `*`); all those the caller may read when absent.
+                ///
+                /// - Remark: Generated from `#/paths/api/insights/GET/query/feed`.
+                package var feed: Swift.String?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - since: Only the minutes from this one (RFC 3339); the whole day kept when absent.
+                ///   - feed: One of the server's insights patterns (`team.*`, `*`); all those the caller may read when absent.
+                package init(
+                    since: Foundation.Date? = nil,
+                    feed: Swift.String? = nil
+                ) {
+                    self.since = since
+                    self.feed = feed
+                }
+            }
+            package var query: Operations.GetInsights.Input.Query
+            /// - Remark: Generated from `#/paths/api/insights/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetInsights.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetInsights.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.GetInsights.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            package init(
+                query: Operations.GetInsights.Input.Query = .init(),
+                headers: Operations.GetInsights.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/insights/GET/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/api/insights/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Insights)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.Insights {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.GetInsights.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.GetInsights.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The figures.
+            ///
+            /// - Remark: Generated from `#/paths//api/insights/get(getInsights)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetInsights.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.GetInsights.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Malformed JSON (a member name given twice included), a wrong type, a missing or unknown field, a bad path.
+            ///
+            /// - Remark: Generated from `#/paths//api/insights/get(getInsights)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            package var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthorized`: publishing needs the publish token; or, with `--auth-key`, `invalid_token`: no token, or one that proves nothing (malformed, of an unknown `kid`, of the wrong `alg`, badly signed, expired, not valid yet, of another issuer or audience, with rights that do not parse). Nothing changed.
+            ///
+            /// - Remark: Generated from `#/paths//api/insights/get(getInsights)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `insufficient_scope`, with `--auth-key`: a valid token without the right to read the feed (for a stream: or of another `sub` than the session's). The same for a feed that exists and one that does not.
+            ///
+            /// - Remark: Generated from `#/paths//api/insights/get(getInsights)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.InsufficientScope)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Components.Responses.InsufficientScope {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such session, item or file (a feed that has no items is not missing, it is empty).
+            ///
+            /// - Remark: Generated from `#/paths//api/insights/get(getInsights)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unknown_host`: the `Host` is not a name this server is configured for (`localhost`, its listening address, `--public-host`), as under a rebound DNS name.
+            ///
+            /// - Remark: Generated from `#/paths//api/insights/get(getInsights)/responses/421`.
+            ///
+            /// HTTP response code: `421 misdirectedRequest`.
+            case misdirectedRequest(Components.Responses.MisdirectedRequest)
+            /// The associated value of the enum case if `self` is `.misdirectedRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.misdirectedRequest`.
+            /// - SeeAlso: `.misdirectedRequest`.
+            package var misdirectedRequest: Components.Responses.MisdirectedRequest {
+                get throws {
+                    switch self {
+                    case let .misdirectedRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "misdirectedRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// Create a session
     ///
     /// Selects a preset and overrides single fields of its configuration. A page that lost its session (the server restarted, or the instance holding it died) sends `resume` to continue the list it shows: the new session then tells of exactly what the feed gained since `head`, and pages on below `oldest`.

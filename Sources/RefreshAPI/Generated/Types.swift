@@ -38,6 +38,13 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /metrics`.
     /// - Remark: Generated from `#/paths//metrics/get`.
     func getMetrics(_ input: Operations.GetMetrics.Input) async throws -> Operations.GetMetrics.Output
+    /// How people pull this instance's lists
+    ///
+    /// Pulls of this instance's sessions, counted on the server from the samples it decides on, kept by minute for a day: pulls begun, armed, armed and taken back before the release, refreshes and load-mores they started, starts within 10 s of the one before, pulls shorter than 10 points; the distance at release and the time from the first sample to the release as histograms. Counted by feed pattern (the server's `--insights-feed` patterns, then `*`), preset, input (the samples' `input`) and viewport-height band, and never by person, session or feed name. Needs the publish right (or the token right `insights`) on every feed of a pattern, or the publish token; without `--auth-key`, as publishing. Each instance answers for itself and says which it is.
+    ///
+    /// - Remark: HTTP `GET /api/insights`.
+    /// - Remark: Generated from `#/paths//api/insights/get(getInsights)`.
+    func getInsights(_ input: Operations.GetInsights.Input) async throws -> Operations.GetInsights.Output
     /// Create a session
     ///
     /// Selects a preset and overrides single fields of its configuration. A page that lost its session (the server restarted, or the instance holding it died) sends `resume` to continue the list it shows: the new session then tells of exactly what the feed gained since `head`, and pages on below `oldest`.
@@ -315,6 +322,21 @@ extension APIProtocol {
     /// - Remark: Generated from `#/paths//metrics/get`.
     package func getMetrics(headers: Operations.GetMetrics.Input.Headers = .init()) async throws -> Operations.GetMetrics.Output {
         try await getMetrics(Operations.GetMetrics.Input(headers: headers))
+    }
+    /// How people pull this instance's lists
+    ///
+    /// Pulls of this instance's sessions, counted on the server from the samples it decides on, kept by minute for a day: pulls begun, armed, armed and taken back before the release, refreshes and load-mores they started, starts within 10 s of the one before, pulls shorter than 10 points; the distance at release and the time from the first sample to the release as histograms. Counted by feed pattern (the server's `--insights-feed` patterns, then `*`), preset, input (the samples' `input`) and viewport-height band, and never by person, session or feed name. Needs the publish right (or the token right `insights`) on every feed of a pattern, or the publish token; without `--auth-key`, as publishing. Each instance answers for itself and says which it is.
+    ///
+    /// - Remark: HTTP `GET /api/insights`.
+    /// - Remark: Generated from `#/paths//api/insights/get(getInsights)`.
+    package func getInsights(
+        query: Operations.GetInsights.Input.Query = .init(),
+        headers: Operations.GetInsights.Input.Headers = .init()
+    ) async throws -> Operations.GetInsights.Output {
+        try await getInsights(Operations.GetInsights.Input(
+            query: query,
+            headers: headers
+        ))
     }
     /// Create a session
     ///

@@ -119,7 +119,7 @@ struct AccessControl: Sendable {
     }
 
     /// What a request proved, with keys.
-    private enum Proof {
+    enum Proof {
         case none
         /// The static `--publish-token`, as the bearer token.
         case publishToken
@@ -129,7 +129,7 @@ struct AccessControl: Sendable {
     /// The static publish token if that is the bearer token, else the first token the
     /// request carries that verifies; one given must be valid, so with none valid the request
     /// is refused for the first one's fault.
-    private func credentials(_ carrier: Carrier, verifier: TokenVerifier) throws(APIError) -> Proof {
+    func credentials(_ carrier: Carrier, verifier: TokenVerifier) throws(APIError) -> Proof {
         if isPublishToken(carrier) { return .publishToken }
         var refusal: AccessRefusal?
         for text in carrier.tokens {
@@ -143,7 +143,7 @@ struct AccessControl: Sendable {
         throw refused(refusal)
     }
 
-    private func isPublishToken(_ carrier: Carrier) -> Bool {
+    func isPublishToken(_ carrier: Carrier) -> Bool {
         guard let publishToken, let bearer = carrier.authorization.flatMap(Carrier.bearer) else { return false }
         return Self.constantTimeEqual(bearer, publishToken)
     }
@@ -172,7 +172,7 @@ struct AccessControl: Sendable {
         }
     }
 
-    private func refused(_ reason: AccessRefusal) -> APIError {
+    func refused(_ reason: AccessRefusal) -> APIError {
         refused(reason)
         return reason.apiError
     }

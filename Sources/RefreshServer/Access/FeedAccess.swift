@@ -7,14 +7,17 @@ import RefreshFeed
 struct FeedRights: Equatable, Sendable {
     var read: [FeedPattern] = []
     var publish: [FeedPattern] = []
+    /// Whose pull insights it may read, besides those of the feeds it may publish to.
+    var insights: [FeedPattern] = []
 
     /// The most patterns one claim may hold, so deciding a right stays cheap whatever a
     /// token carries (a token is at most 8 KiB anyway).
     static let maximumPatterns = 256
 
-    init(read: [FeedPattern] = [], publish: [FeedPattern] = []) {
+    init(read: [FeedPattern] = [], publish: [FeedPattern] = [], insights: [FeedPattern] = []) {
         self.read = read
         self.publish = publish
+        self.insights = insights
     }
 
     /// Why a claim gives no rights at all.
@@ -25,11 +28,12 @@ struct FeedRights: Equatable, Sendable {
 
     /// The claim's lists as the token carried them; any pattern that does not parse, or too
     /// many, makes the whole claim invalid (and so the token).
-    init(read: [String], publish: [String]) throws(Invalid) {
-        guard read.count + publish.count <= Self.maximumPatterns else { throw .tooManyPatterns }
+    init(read: [String], publish: [String], insights: [String] = []) throws(Invalid) {
+        guard read.count + publish.count + insights.count <= Self.maximumPatterns else { throw .tooManyPatterns }
         do {
             self.read = try read.map { (text) throws(FeedPattern.Invalid) in try FeedPattern(text) }
             self.publish = try publish.map { (text) throws(FeedPattern.Invalid) in try FeedPattern(text) }
+            self.insights = try insights.map { (text) throws(FeedPattern.Invalid) in try FeedPattern(text) }
         } catch {
             throw .pattern(error)
         }
@@ -73,6 +77,19 @@ struct FeedAccess: Sendable {
         case (_, .none), (.read, .publishToken): .tokenNeeded
         case (.read, .token(let rights)): rights.read.matches(feed) ? .allowed : .insufficientScope
         case (.publish, .token(let rights)): rights.publish.matches(feed) ? .allowed : .insufficientScope
+        }
+    }
+
+    /// Whether the request may read the pull insights counted under `pattern`: every feed
+    /// the pattern names must be one its token may publish to or has the `insights` right
+    /// on, so the figures never tell of a feed beyond them. The static publish token may
+    /// read them all; being public does not open a feed's insights.
+    func decideInsights(on pattern: FeedPattern, with credentials: Credentials) -> Decision {
+        switch credentials {
+        case .publishToken: .allowed
+        case .none: .tokenNeeded
+        case .token(let rights):
+            (rights.publish + rights.insights).contains { $0.covers(pattern) } ? .allowed : .insufficientScope
         }
     }
 }

@@ -45,6 +45,19 @@ struct FeedPattern: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether every feed `other` names is one this names.
+    func covers(_ other: FeedPattern) -> Bool {
+        switch (kind, other.kind) {
+        case (.feed(let name), .feed(let named)): name == named
+        case (.feed, .prefix): false
+        case (.prefix(let prefix), .feed(let named)): named.rawValue.utf8.starts(with: prefix.utf8)
+        case (.prefix(let prefix), .prefix(let named)): named.utf8.starts(with: prefix.utf8)
+        }
+    }
+
+    /// `*`: every feed.
+    static let all = try! FeedPattern("*")
+
     var description: String {
         switch kind {
         case .feed(let name): name.rawValue

@@ -16,6 +16,8 @@ struct TokenClaims: JWTPayload {
     struct Rights: Codable, Sendable {
         var read: [String]?
         var publish: [String]?
+        /// Feed patterns whose pull insights the token may read (a publish right gives them too).
+        var insights: [String]?
     }
 
     /// The checks that need no configuration, for a caller that verifies through jwt-kit's

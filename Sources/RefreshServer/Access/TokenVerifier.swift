@@ -126,7 +126,7 @@ struct TokenVerifier: Sendable {
         }
         let rights: FeedRights
         do {
-            rights = try FeedRights(read: claims.ptr?.read ?? [], publish: claims.ptr?.publish ?? [])
+            rights = try FeedRights(read: claims.ptr?.read ?? [], publish: claims.ptr?.publish ?? [], insights: claims.ptr?.insights ?? [])
         } catch {
             throw .rights
         }

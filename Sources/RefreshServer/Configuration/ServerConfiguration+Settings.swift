@@ -161,6 +161,19 @@ extension ServerConfiguration {
             }
         },
         .list(
+            "insights-feed", \.insightsFeeds,
+            help:
+                "A feed pattern (a name, or a prefix and `*`) that pull insights are counted under; a pull counts under the first that names its feed, else under `*`; repeat for several.",
+            value: "pattern"
+        ) { pattern in
+            do throws(FeedPattern.Invalid) {
+                _ = try FeedPattern(pattern)
+                return nil
+            } catch {
+                return error.description
+            }
+        },
+        .list(
             "public-host", \.publicHosts,
             help:
                 "A `Host` name the server answers besides `localhost` and its address, e.g. the name a front serves; repeat for several; others get `421`.",

@@ -47,6 +47,16 @@ public struct ServerConfiguration: Sendable {
         publicFeeds.compactMap { try? FeedPattern($0) }
     }
 
+    /// Patterns (a name, or a prefix and `*`) that pull insights are counted under: a pull
+    /// counts under the first that names its feed, else under `*`. Feed names are unbounded,
+    /// so the figures are kept by these and never by name.
+    public var insightsFeeds: [String] = []
+
+    /// ``insightsFeeds``, parsed (``validate()`` refuses one that does not parse).
+    var insightsFeedPatterns: [FeedPattern] {
+        insightsFeeds.compactMap { try? FeedPattern($0) }
+    }
+
     /// Have the kernel keep each client's connections on one event loop, chosen by its
     /// address, however many connections share it. Off by default: the server already keeps
     /// a client's connections together while its loop is at most a few connections busier

@@ -27,6 +27,9 @@ extension SampleDecoding {
             case .phase:
                 guard let word = reader.word(), let phase = Sample.Phase(rawValue: word) else { return nil }
                 draft.phase = phase
+            case .input:
+                guard let word = reader.word(), let input = Sample.Input(rawValue: word) else { return nil }
+                draft.input = input
             case .wholeNumber:
                 guard let number = reader.number(), number.rounded() == number, abs(number) <= JSONValue.largestExactInteger else { return nil }
                 draft.set(field, number)

@@ -46,6 +46,7 @@ enum SampleDecoding {
             case .wholeNumber: if let number = try fields.finiteInt(field.rawValue) { draft.set(field, Double(number)) }
             case .number: if let number = try fields.finiteDouble(field.rawValue) { draft.set(field, number) }
             case .phase: draft.phase = try fields.choice(field.rawValue, Sample.Phase.self)
+            case .input: draft.input = try fields.choice(field.rawValue, Sample.Input.self)
             }
             if draft.missing == field, let expected = field.required { throw .missing(fields.fieldPath(field.rawValue), expected: expected) }
         }
@@ -140,6 +141,7 @@ extension Preset: JSONChoice {}
 extension RefreshConfig.TriggerMode: JSONChoice {}
 extension RefreshConfig.NewsMode: JSONChoice {}
 extension RefreshConfig.Baseline: JSONChoice {}
+extension Sample.Input: JSONChoice {}
 
 extension JSONWriter {
     mutating func config(_ config: RefreshConfig) {

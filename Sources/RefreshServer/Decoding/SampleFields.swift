@@ -6,7 +6,7 @@ import RefreshEngine
 /// both read by this table into a ``SampleDraft``, so they take the same bodies as the same
 /// samples. In the order the full reader checks them, which is the order its refusals follow.
 enum SampleField: String, CaseIterable, Sendable {
-    case seq, y, phase, t, contentHeight, viewportHeight
+    case seq, y, phase, t, contentHeight, viewportHeight, input
 
     enum Value {
         /// A whole number a JSON number carries exactly.
@@ -15,12 +15,15 @@ enum SampleField: String, CaseIterable, Sendable {
         case number
         /// One of ``Sample/Phase``'s names.
         case phase
+        /// One of ``Sample/Input``'s names.
+        case input
     }
 
     var value: Value {
         switch self {
         case .seq: .wholeNumber
         case .phase: .phase
+        case .input: .input
         case .y, .t, .contentHeight, .viewportHeight: .number
         }
     }
@@ -30,7 +33,7 @@ enum SampleField: String, CaseIterable, Sendable {
         switch self {
         case .seq: "a whole number"
         case .y: "a number"
-        case .phase, .t, .contentHeight, .viewportHeight: nil
+        case .phase, .t, .contentHeight, .viewportHeight, .input: nil
         }
     }
 
@@ -43,6 +46,7 @@ enum SampleField: String, CaseIterable, Sendable {
         case .t: 8
         case .contentHeight: 16
         case .viewportHeight: 32
+        case .input: 64
         }
     }
 
@@ -57,6 +61,7 @@ struct SampleDraft {
     var t: Double?
     var contentHeight: Double?
     var viewportHeight: Double?
+    var input: Sample.Input?
 
     /// Sets a member of ``SampleField/Value/number`` or ``SampleField/Value/wholeNumber``
     /// (already checked to be whole).
@@ -67,7 +72,7 @@ struct SampleDraft {
         case .t: t = number
         case .contentHeight: contentHeight = number
         case .viewportHeight: viewportHeight = number
-        case .phase: break
+        case .phase, .input: break
         }
     }
 
@@ -82,6 +87,6 @@ struct SampleDraft {
     /// required one is missing.
     var sample: Sample? {
         guard let seq, let y else { return nil }
-        return Sample(seq: seq, t: t ?? 0, y: y, phase: phase ?? .drag, contentHeight: contentHeight, viewportHeight: viewportHeight)
+        return Sample(seq: seq, t: t ?? 0, y: y, phase: phase ?? .drag, contentHeight: contentHeight, viewportHeight: viewportHeight, input: input)
     }
 }

@@ -1,6 +1,7 @@
 import Metrics
 import NIOCore
 import Prometheus
+import RefreshEngine
 import RefreshFeed
 import Synchronization
 
@@ -73,6 +74,16 @@ public final class ServerMetrics: Sendable {
     private let storeErrors: [StoreOperation: CoreMetrics.Counter]
     private let notificationReconnects: CoreMetrics.Counter
 
+    // MARK: Pulls
+
+    private struct PullKey: Hashable {
+        var outcome: PullOutcome
+        var input: Sample.Input?
+    }
+
+    private let pulls: [PullKey: CoreMetrics.Counter]
+    private let pullDistance: ValueHistogram
+
     // MARK: Access
 
     private let authRefusals: [AccessRefusal: CoreMetrics.Counter]
@@ -102,6 +113,20 @@ public final class ServerMetrics: Sendable {
         ) -> [Key: CoreMetrics.Counter] {
             Dictionary(uniqueKeysWithValues: keys.map { ($0, counter(name, help, [(label, $0.rawValue)])) })
         }
+
+        var pulls: [PullKey: CoreMetrics.Counter] = [:]
+        for outcome in PullOutcome.allCases {
+            for input in [nil] + Sample.Input.allCases.map(Optional.some) {
+                pulls[PullKey(outcome: outcome, input: input)] = counter(
+                    "pulls",
+                    "Pulls by outcome (begun, armed, takenBack, refreshed, loadedMore, retriggered, short) and by what moved the list.",
+                    [("outcome", outcome.rawValue), ("input", input?.rawValue ?? InsightsReport.unstatedInput)])
+            }
+        }
+        self.pulls = pulls
+        let distance = MetricNameDescriptor(
+            namespace: "ptr", metricName: "pull_distance", unitName: "points", helpText: "How far pulls were pulled when they were released.")
+        pullDistance = registry.makeValueHistogram(descriptor: distance, buckets: PullTally.distanceBounds)
 
         let samples = RequestKey(route: APIPattern.samples.description, status: 200)
         let events = RequestKey(route: APIPattern.events.description, status: 200)
@@ -327,6 +352,14 @@ public final class ServerMetrics: Sendable {
     }
 
     /// A request was refused a feed for its token, or for the lack of one.
+    /// A pull ended: counted under each outcome it had.
+    func pulled(_ pull: PullRecord) {
+        for outcome in PullOutcome.allCases where outcome.counts(pull) {
+            pulls[PullKey(outcome: outcome, input: pull.input)]?.increment()
+        }
+        if let distance = pull.releaseDistance { pullDistance.record(distance) }
+    }
+
     func authRefused(_ reason: AccessRefusal) {
         authRefusals[reason]?.increment()
     }

@@ -26,6 +26,7 @@ enum RouteTable {
         var items: ItemRoutes
         var health: HealthRoutes<ServerRequestContext>
         var metrics: MetricsRoutes<ServerRequestContext>
+        var insights: InsightsRoutes
     }
 
     static let matcher = RouteMatcher<Kind>(
@@ -56,6 +57,7 @@ enum RouteTable {
             .init(.GET, "/healthz", .routed { $0.health.live }),
             .init(.GET, "/readyz", .routed { $0.health.ready }),
             .init(.GET, "/metrics", .routed { $0.metrics.scrape }),
+            .init(.GET, "/api/insights", .routed { $0.insights.show }),
         ])
 
     /// The parameter that names a session in every pattern that has one.

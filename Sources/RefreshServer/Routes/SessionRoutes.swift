@@ -31,7 +31,8 @@ struct SessionRoutes: Sendable {
         let name = try sessionRequest.feedName()
         let owner = try access.read(name, .init(request.headers)).map { SessionOwner(subject: $0.subject) }
         // Within the limits first: a client refused a session makes no store reads.
-        let session = try sessions.create(config: config, feed: name, client: context.client, owner: owner)
+        let session = try sessions.create(
+            config: config, preset: sessionRequest.preset ?? .standard, feed: name, client: context.client, owner: owner)
         var window: PageWindow?
         var firstPage: FeedPage?
         do {

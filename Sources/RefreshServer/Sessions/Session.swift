@@ -19,6 +19,8 @@ public final class Session: Sendable, NewsListener {
     /// Whose it is: `nil` when it was created without a token.
     let owner: SessionOwner?
     private let services: Services
+    /// Where its pulls are counted, once each ends.
+    private let pulls: PullInsights.Recorder?
     private let state: Mutex<State>
     /// The positions the page shows, for the fan-out of a change to read without the lock.
     private let shown = ShownPositions()
@@ -37,9 +39,10 @@ public final class Session: Sendable, NewsListener {
 
     init(
         id: String, config: RefreshConfig, client: String, owner: SessionOwner? = nil, services: Services, limits: SessionSettings,
-        now: ContinuousClock.Instant
+        pulls: PullInsights.Recorder? = nil, now: ContinuousClock.Instant
     ) {
         self.id = id
+        self.pulls = pulls
         self.config = config
         self.client = client
         self.owner = owner
@@ -180,6 +183,7 @@ public final class Session: Sendable, NewsListener {
         defer {
             // Counted before the streams are woken: whoever sees an event sees it counted.
             if counts != SessionMachine.Counts() { services.metrics.count(counts) }
+            if let pull = counts.pull { pulls?.record(pull) }
             wakeup?.fire()
             if !work.isEmpty { perform(work) }
         }

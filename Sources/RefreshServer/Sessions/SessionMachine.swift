@@ -71,6 +71,8 @@ struct SessionMachine: Sendable {
         var replayMisses: Int32 = 0
         var coalesced: Int32 = 0
         var resumedByVersion: Int32 = 0
+        /// The pull that ended in this step, for the metrics and the insights.
+        var pull: PullRecord?
     }
 
     /// Live mode bringing new items in without a refresh.
@@ -86,6 +88,8 @@ struct SessionMachine: Sendable {
     let newsMode: RefreshConfig.NewsMode
     let news: any FeedHeadReading
     var engine: RefreshEngine
+    /// Follows the pulls the engine decides on, for the insights.
+    var pulls: PullTracker
     var log: EventLog
     var window = PageWindow()
     /// Highest progress fraction sent for the running action: fractions never go back.
@@ -116,6 +120,7 @@ struct SessionMachine: Sendable {
         self.newsMode = config.news
         self.news = news
         self.engine = RefreshEngine(config: config)
+        self.pulls = PullTracker(config: config)
         self.log = log
         self.bucket = bucket
         self.lastActive = now
@@ -145,7 +150,10 @@ struct SessionMachine: Sendable {
         counts.samplesApplied += Int32(clamping: samples.count - ignored)
         counts.samplesIgnored += Int32(clamping: ignored)
         perform(effects)
-        if effects.state != nil { sampleArrival = now }
+        if let state = effects.state {
+            sampleArrival = now
+            if let pull = pulls.samplesApplied(samples, gesture: state, started: effects.start) { counts.pull = pull }
+        }
         // A live page that comes to rest at the top takes what it was told of meanwhile.
         if newsMode == .live, let shown = window.shown, case let head = news.position, head > shown,
             head > announced || engine.restsAtTop

@@ -22,20 +22,25 @@ public final class SessionStore: Sendable {
     /// Where a session gets what its feed's sessions share; told when it ends.
     private let feeds: FeedRegistry
     private let limits: SessionSettings
+    /// Where sessions count their pulls.
+    private let insights: PullInsights
 
-    init(feeds: FeedRegistry, limits: SessionSettings) {
+    init(feeds: FeedRegistry, limits: SessionSettings, insights: PullInsights = PullInsights(patterns: [])) {
         self.feeds = feeds
         self.limits = limits
+        self.insights = insights
     }
 
     var count: Int { registry.withLock { $0.sessions.count } }
 
     /// A new session of `feed` for `client` (its address, see ``TrustedProxies``).
-    func create(config: RefreshConfig, feed: FeedName = .main, client: String, owner: SessionOwner? = nil) throws(APIError) -> Session {
+    func create(
+        config: RefreshConfig, preset: Preset = .standard, feed: FeedName = .main, client: String, owner: SessionOwner? = nil
+    ) throws(APIError) -> Session {
         let services = try feeds.join(feed)
         let session = Session(
             id: Self.newID(instance: limits.instanceName), config: config, client: client, owner: owner, services: services, limits: limits,
-            now: .now)
+            pulls: insights.recorder(feed: feed, preset: preset), now: .now)
         do {
             try admit(session)
         } catch {

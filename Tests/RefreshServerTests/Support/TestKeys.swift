@@ -64,13 +64,13 @@ struct TestKeys: Sendable {
 
     /// A token signed by the key `kid` (`nil`: the secret, without a `kid`).
     func token(
-        _ kid: String? = "hs", sub: String? = "alice", read: [String]? = nil, publish: [String]? = nil,
+        _ kid: String? = "hs", sub: String? = "alice", read: [String]? = nil, publish: [String]? = nil, insights: [String]? = nil,
         expires: Date = Date().addingTimeInterval(3600), notBefore: Date? = nil, issuer: String? = nil, audience: [String]? = nil
     ) async throws -> String {
         let claims = TestClaims(
             exp: ExpirationClaim(value: expires), nbf: notBefore.map { NotBeforeClaim(value: $0) }, iss: issuer.map { IssuerClaim(value: $0) },
             aud: audience.map { AudienceClaim(value: $0) }, sub: sub.map { SubjectClaim(value: $0) },
-            ptr: read == nil && publish == nil ? nil : TokenClaims.Rights(read: read, publish: publish))
+            ptr: read == nil && publish == nil && insights == nil ? nil : TokenClaims.Rights(read: read, publish: publish, insights: insights))
         guard let kid else { return try await anonymous.sign(claims) }
         return try await signers.sign(claims, kid: JWKIdentifier(string: kid))
     }
