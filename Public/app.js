@@ -8,6 +8,7 @@ const element = document.getElementById("list");
 if (params.get("preset")) element.setAttribute("preset", params.get("preset"));
 if (params.get("feed")) element.setAttribute("feed", params.get("feed"));
 if (params.get("news")) element.setAttribute("news", params.get("news"));
+if (params.get("threshold")) element.setAttribute("threshold", params.get("threshold"));
 await import("/pull-to-refresh/element.js");
 
 const feed = element.querySelector(".feed");

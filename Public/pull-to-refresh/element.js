@@ -16,7 +16,7 @@
 // screen, also when rows above it change height or go.
 //
 // Attributes: `api` and `preset` as named; `feed`, the name of the feed the list reads
-// (`main` when absent); `threshold`, the top edge's threshold in pixels
+// (`main` when absent); `threshold`, the top edge's threshold in pixels or `fit`
 // (above 0, below the rubber band's reach of 400; else the preset's); `news` (below);
 // `disabled`, which stops gesture capture and samples (so infinite scroll too) and disables
 // the element's buttons, refresh() and loadMore(), without ending the session. Changing
@@ -257,8 +257,10 @@ export class PullToRefreshElement extends HTMLElement {
     const threshold = this.getAttribute("threshold");
     if (threshold != null) {
       const value = threshold.trim() === "" ? NaN : Number(threshold);
-      if (Number.isFinite(value) && value > 0 && value < MAX_PULL) config.top = { threshold: value };
-      else console.warn(`<pull-to-refresh>: threshold="${threshold}" is not a number of pixels above 0 and below ${MAX_PULL}; the preset's is used.`);
+      // `fit`: the server sizes it to the list's height, sample by sample.
+      if (threshold.trim() === "fit") config.top = { threshold: "fit" };
+      else if (Number.isFinite(value) && value > 0 && value < MAX_PULL) config.top = { threshold: value };
+      else console.warn(`<pull-to-refresh>: threshold="${threshold}" is not "fit" nor a number of pixels above 0 and below ${MAX_PULL}; the preset's is used.`);
     }
     const options = { api: this.getAttribute("api") || "/api", preset: this.getAttribute("preset") || "default", config };
     // Absent, the server's default (`main`): a server that predates feeds takes the page too.
