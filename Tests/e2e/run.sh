@@ -9,7 +9,7 @@ failed=0
 export E2E_EVENTS
 E2E_EVENTS=$(mktemp -d)
 trap 'rm -rf "$E2E_EVENTS"' EXIT
-scripts=(gesture.sh bottom.sh cancel.sh replay.sh news.sh feeds.sh changes.sh tabs.sh access.sh logs.sh metrics.sh config.sh gzip.sh bad-input.sh traversal.sh connection.sh slow-reader.sh limits.sh steering.sh shutdown.sh crash.sh security.sh client.sh)
+scripts=(gesture.sh bottom.sh cancel.sh replay.sh news.sh feeds.sh changes.sh tabs.sh access.sh logs.sh metrics.sh config.sh gzip.sh bad-input.sh traversal.sh connection.sh slow-reader.sh limits.sh steering.sh shutdown.sh crash.sh security.sh client.sh insights.sh)
 [ $# -gt 0 ] && scripts=("${@/%/.sh}")
 for script in "${scripts[@]}"; do
     echo "== $script"
