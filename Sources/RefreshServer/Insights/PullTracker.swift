@@ -47,10 +47,13 @@ struct PullTracker: Sendable, Equatable {
 
     /// The samples of one request were applied: `gesture` is the state the engine answered,
     /// `started` the job they started, if any. Answers the pull that ended with them.
-    mutating func samplesApplied(_ samples: some Collection<ValidSample>, gesture: GestureState, started: Job?) -> PullRecord? {
+    mutating func samplesApplied(_ samples: [ValidSample], gesture: GestureState, started: Job?) -> PullRecord? {
         var ended: (pull: Pull, release: Double?, at: Double)?
         var last = 0.0
-        for sample in samples {
+        for valid in samples {
+            // The sample itself, not its fields through the key paths of `ValidSample`'s
+            // dynamic members: those cost more than the engine's whole decision.
+            let sample = valid.sample
             if let input = sample.input { self.input = input }
             if let height = sample.viewportHeight { viewportHeight = height }
             if let height = sample.contentHeight { contentHeight = height }
