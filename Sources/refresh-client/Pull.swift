@@ -87,10 +87,12 @@ struct Gesture: Sendable {
         offsets.append(-distance)
         offsets += (1...steps).map { -distance + min(Double($0) * Self.step, distance) }
         // The heights go with every sample: a queued sample that a newer one replaced must
-        // not take them away.
+        // not take them away. A program moves the list: the server's insights count it so.
         return offsets.enumerated().map { index, y in
             let phase: Sample.Phase = index < releaseIndex ? .drag : index == releaseIndex ? .release : .scroll
-            return Sample(seq: 0, t: Double(index) * Self.frame, y: y, phase: phase, contentHeight: 2000, viewportHeight: 800)
+            return Sample(
+                seq: 0, t: Double(index) * Self.frame, y: y, phase: phase, contentHeight: 2000, viewportHeight: 800,
+                input: phase == .scroll ? nil : .program)
         }
     }
 
