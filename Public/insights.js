@@ -109,27 +109,27 @@ function drawDistance(report) {
   area.svg.append(element("text", { x: (area.x0 + area.x1) / 2, y: HEIGHT - 4, "text-anchor": "middle" }, "points pulled when let go"));
 }
 
-/** Outcomes per minute, as lines. */
+/** Outcomes per slot of the series (`resolution` seconds), as lines. */
 function drawTime(report, sinceMinutes) {
   const area = plot("time");
   const keys = ["begun", "refreshed", "takenBack", "short"];
   legend(area, keys);
   area.y1 = MARGIN.top + 12;
+  const step = report.resolution * 1000;
   const until = Date.parse(report.until);
-  const points = report.series.map((row) => ({ ...row, at: Date.parse(row.minute) }));
-  // From the first minute with pulls (at least the last ten), not the whole range asked
+  const points = report.series.map((row) => ({ ...row, at: Date.parse(row.at) }));
+  // From the first slot with pulls (at least the last half hour), not the whole range asked
   // for: a day of which one hour had pulls would be a line along the floor.
   const first = points.length ? points[0].at : until;
-  const from = Math.max(until - sinceMinutes * 60_000, Math.min(first - 60_000, until - 10 * 60_000));
+  const from = Math.floor(Math.max(until - sinceMinutes * 60_000, Math.min(first - step, until - 30 * 60_000)) / step) * step;
   const y = yAxis(area, Math.max(1, ...points.flatMap((row) => keys.map((key) => row[key]))));
   const x = (at) => area.x0 + ((at - from) / (until - from)) * (area.x1 - area.x0);
   for (const key of keys) {
-    // Minutes with no pulls are zeros, not gaps.
-    const byMinute = new Map(points.map((row) => [row.at, row[key]]));
+    // Slots with no pulls are zeros, not gaps.
+    const bySlot = new Map(points.map((row) => [row.at, row[key]]));
     const path = [];
-    for (let at = Math.floor(from / 60_000) * 60_000; at <= until; at += 60_000) {
-      if (at < from) continue;
-      path.push(`${path.length ? "L" : "M"}${x(at).toFixed(1)},${y(byMinute.get(at) ?? 0).toFixed(1)}`);
+    for (let at = from; at <= until; at += step) {
+      path.push(`${path.length ? "L" : "M"}${x(at).toFixed(1)},${y(bySlot.get(at) ?? 0).toFixed(1)}`);
     }
     area.svg.append(element("path", { d: path.join(""), fill: "none", stroke: COLORS[key], "stroke-width": 1.5 }));
   }
@@ -137,7 +137,7 @@ function drawTime(report, sinceMinutes) {
     const label = new Date(at).toISOString().slice(11, 16);
     area.svg.append(element("text", { x: x(at), y: area.y0 + 14, "text-anchor": "middle" }, label));
   }
-  area.svg.append(element("text", { x: (area.x0 + area.x1) / 2, y: HEIGHT - 4, "text-anchor": "middle" }, "UTC"));
+  area.svg.append(element("text", { x: (area.x0 + area.x1) / 2, y: HEIGHT - 4, "text-anchor": "middle" }, `UTC, per ${report.resolution / 60} minutes`));
 }
 
 /** Grouped bars of the compared outcomes, one group per name. */

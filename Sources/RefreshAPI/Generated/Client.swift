@@ -365,7 +365,7 @@ package struct Client: APIProtocol {
     }
     /// How people pull this instance's lists
     ///
-    /// Pulls of this instance's sessions, counted on the server from the samples it decides on, kept by minute for a day: pulls begun, armed, armed and taken back before the release, refreshes and load-mores they started, starts within 10 s of the one before, pulls shorter than 10 points; the distance at release and the time from the first sample to the release as histograms. Counted by feed pattern (the server's `--insights-feed` patterns, then `*`), preset, input (the samples' `input`) and viewport-height band, and never by person, session or feed name. Needs the publish right (or the token right `insights`) on every feed of a pattern, or the publish token; without `--auth-key`, as publishing. Each instance answers for itself and says which it is.
+    /// Pulls of this instance's sessions, counted on the server from the samples it decides on, kept five minutes at a time for a day: pulls begun, armed, armed and taken back before the release, refreshes and load-mores they started, starts within 10 s of the one before, pulls shorter than 10 points; the distance at release and the time from the first sample to the release as histograms. Counted by feed pattern (the server's `--insights-feed` patterns, then `*`), preset, input (the samples' `input`) and viewport-height band, and never by person, session or feed name. Needs the publish right (or the token right `insights`) on every feed of a pattern, or the publish token; without `--auth-key`, as publishing. Each instance answers for itself and says which it is.
     ///
     /// - Remark: HTTP `GET /api/insights`.
     /// - Remark: Generated from `#/paths//api/insights/get(getInsights)`.

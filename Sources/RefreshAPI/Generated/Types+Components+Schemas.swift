@@ -1078,23 +1078,29 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Insights/byBand`.
             package var byBand: Components.Schemas.Insights.ByBandPayload
+            /// Seconds counted together: the series' step, and how far before `since` its first slot may start.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Insights/resolution`.
+            package var resolution: Swift.Int
             /// - Remark: Generated from `#/components/schemas/Insights/SeriesPayload`.
             package struct SeriesPayloadPayload: Codable, Hashable, Sendable {
                 /// - Remark: Generated from `#/components/schemas/Insights/SeriesPayload/value1`.
                 package var value1: Components.Schemas.PullOutcomes
                 /// - Remark: Generated from `#/components/schemas/Insights/SeriesPayload/value2`.
                 package struct Value2Payload: Codable, Hashable, Sendable {
-                    /// - Remark: Generated from `#/components/schemas/Insights/SeriesPayload/value2/minute`.
-                    package var minute: Foundation.Date
+                    /// The start of the slot.
+                    ///
+                    /// - Remark: Generated from `#/components/schemas/Insights/SeriesPayload/value2/at`.
+                    package var at: Foundation.Date
                     /// Creates a new `Value2Payload`.
                     ///
                     /// - Parameters:
-                    ///   - minute:
-                    package init(minute: Foundation.Date) {
-                        self.minute = minute
+                    ///   - at: The start of the slot.
+                    package init(at: Foundation.Date) {
+                        self.at = at
                     }
                     package enum CodingKeys: String, CodingKey {
-                        case minute
+                        case at
                     }
                 }
                 /// - Remark: Generated from `#/components/schemas/Insights/SeriesPayload/value2`.
@@ -1140,6 +1146,7 @@ extension Components {
             ///   - byPreset:
             ///   - byInput: touch, mouse, wheel, keyboard, program, unknown.
             ///   - byBand: Viewport heights: unknown, 0-599, 600-899, 900-1199, 1200+.
+            ///   - resolution: Seconds counted together: the series' step, and how far before `since` its first slot may start.
             ///   - series:
             package init(
                 instance: Swift.String,
@@ -1155,6 +1162,7 @@ extension Components {
                 byPreset: Components.Schemas.Insights.ByPresetPayload,
                 byInput: Components.Schemas.Insights.ByInputPayload,
                 byBand: Components.Schemas.Insights.ByBandPayload,
+                resolution: Swift.Int,
                 series: Components.Schemas.Insights.SeriesPayload
             ) {
                 self.instance = instance
@@ -1170,6 +1178,7 @@ extension Components {
                 self.byPreset = byPreset
                 self.byInput = byInput
                 self.byBand = byBand
+                self.resolution = resolution
                 self.series = series
             }
             package enum CodingKeys: String, CodingKey {
@@ -1186,6 +1195,7 @@ extension Components {
                 case byPreset
                 case byInput
                 case byBand
+                case resolution
                 case series
             }
             package init(from decoder: any Swift.Decoder) throws {
@@ -1242,6 +1252,10 @@ extension Components {
                     Components.Schemas.Insights.ByBandPayload.self,
                     forKey: .byBand
                 )
+                self.resolution = try container.decode(
+                    Swift.Int.self,
+                    forKey: .resolution
+                )
                 self.series = try container.decode(
                     Components.Schemas.Insights.SeriesPayload.self,
                     forKey: .series
@@ -1260,6 +1274,7 @@ extension Components {
                     "byPreset",
                     "byInput",
                     "byBand",
+                    "resolution",
                     "series"
                 ])
             }

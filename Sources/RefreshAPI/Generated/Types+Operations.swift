@@ -538,7 +538,7 @@ package enum Operations {
     }
     /// How people pull this instance's lists
     ///
-    /// Pulls of this instance's sessions, counted on the server from the samples it decides on, kept by minute for a day: pulls begun, armed, armed and taken back before the release, refreshes and load-mores they started, starts within 10 s of the one before, pulls shorter than 10 points; the distance at release and the time from the first sample to the release as histograms. Counted by feed pattern (the server's `--insights-feed` patterns, then `*`), preset, input (the samples' `input`) and viewport-height band, and never by person, session or feed name. Needs the publish right (or the token right `insights`) on every feed of a pattern, or the publish token; without `--auth-key`, as publishing. Each instance answers for itself and says which it is.
+    /// Pulls of this instance's sessions, counted on the server from the samples it decides on, kept five minutes at a time for a day: pulls begun, armed, armed and taken back before the release, refreshes and load-mores they started, starts within 10 s of the one before, pulls shorter than 10 points; the distance at release and the time from the first sample to the release as histograms. Counted by feed pattern (the server's `--insights-feed` patterns, then `*`), preset, input (the samples' `input`) and viewport-height band, and never by person, session or feed name. Needs the publish right (or the token right `insights`) on every feed of a pattern, or the publish token; without `--auth-key`, as publishing. Each instance answers for itself and says which it is.
     ///
     /// - Remark: HTTP `GET /api/insights`.
     /// - Remark: Generated from `#/paths//api/insights/get(getInsights)`.
@@ -547,7 +547,7 @@ package enum Operations {
         package struct Input: Sendable, Hashable {
             /// - Remark: Generated from `#/paths/api/insights/GET/query`.
             package struct Query: Sendable, Hashable {
-                /// Only the minutes from this one (RFC 3339); the whole day kept when absent.
+                /// Only the slots from the one this time falls in (RFC 3339; slots are `resolution` seconds); the whole day kept when absent.
                 ///
                 /// - Remark: Generated from `#/paths/api/insights/GET/query/since`.
                 package var since: Foundation.Date?
@@ -558,7 +558,7 @@ package enum Operations {
                 /// Creates a new `Query`.
                 ///
                 /// - Parameters:
-                ///   - since: Only the minutes from this one (RFC 3339); the whole day kept when absent.
+                ///   - since: Only the slots from the one this time falls in (RFC 3339; slots are `resolution` seconds); the whole day kept when absent.
                 ///   - feed: One of the server's insights patterns (`team.*`, `*`); all those the caller may read when absent.
                 package init(
                     since: Foundation.Date? = nil,

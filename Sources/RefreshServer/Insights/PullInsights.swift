@@ -4,16 +4,21 @@ import RefreshFeed
 import Synchronization
 
 /// The pulls of this instance's sessions, counted by feed pattern, preset, input and screen
-/// band, minute by minute for a day: what `GET /api/insights` answers from.
+/// band, five minutes at a time for a day: what `GET /api/insights` answers from.
 ///
 /// Nothing here names a person, a session or a feed: a pull is counted into its
 /// ``PullKey`` and forgotten. Feeds are counted under the first configured pattern
 /// (`--insights-feed`) that names them, else under `*`, so the set of keys stays bounded
 /// however many feeds there are.
 ///
-/// A session writes here once per pull, not per sample, into one of a few shards picked when
-/// the session is made, so that pulls on the two event loops seldom meet on one lock; a
-/// read merges the shards.
+/// A session writes here once per pull, not per sample, into one of two shards picked when
+/// the session is made, so that pulls on two event loops seldom meet on one lock; a read
+/// merges the shards.
+///
+/// What is kept is bounded by the keys, not by the pulls: at most every key (patterns × 4
+/// presets × 6 inputs × 5 bands) in every slot of every shard, a fixed-size ``PullTally``
+/// each: 69,120 tallies of 192 bytes a pattern (under 40 MB with the tables around them)
+/// however the keys are made to vary, and a few kilobytes for what people really do.
 final class PullInsights: Sendable {
     /// What pulls are counted under.
     struct PullKey: Hashable, Sendable {
@@ -33,12 +38,15 @@ final class PullInsights: Sendable {
 
     /// The patterns pulls are counted under, in the order they are tried; the last is `*`.
     let patterns: [FeedPattern]
-    /// How long pulls are kept, in minutes.
-    static let retainedMinutes = 24 * 60
-    private static let shardCount = 4
+    /// The span counted together, in seconds: the resolution of `since` and of the series.
+    static let slotSeconds = 300
+    /// How long pulls are kept, in slots: a day.
+    static let retainedSlots = 24 * 3600 / slotSeconds
+    private static let shardCount = 2
 
     private final class Shard: Sendable {
-        let minutes = Mutex<[Int: [PullKey: PullTally]]>([:])
+        /// By slot (seconds since 1970 divided by ``slotSeconds``).
+        let slots = Mutex<[Int: [PullKey: PullTally]]>([:])
     }
 
     private let shards: [Shard]
@@ -69,34 +77,34 @@ final class PullInsights: Sendable {
     }
 
     func record(_ record: PullRecord, in scope: Scope) {
-        let minute = Int(clock() / 60)
+        let slot = Int(clock()) / Self.slotSeconds
         let key = PullKey(bucket: scope.bucket, preset: scope.preset, input: record.input, band: record.band)
-        shards[scope.shard].minutes.withLock { minutes in
-            if minutes[minute] == nil {
-                let oldest = minute - Self.retainedMinutes
-                for stale in minutes.keys where stale < oldest { minutes[stale] = nil }
+        shards[scope.shard].slots.withLock { slots in
+            if slots[slot] == nil {
+                let oldest = slot - Self.retainedSlots
+                for stale in slots.keys where stale < oldest { slots[stale] = nil }
             }
-            minutes[minute, default: [:]][key, default: PullTally()].add(record)
+            slots[slot, default: [:]][key, default: PullTally()].add(record)
         }
     }
 
     /// How many tallies are kept in all: what insights cost in memory, bounded by the keys
-    /// and the minutes, never by how many people pull.
+    /// and the slots, never by how many people pull.
     var storedTallies: Int {
-        shards.reduce(0) { sum, shard in sum + shard.minutes.withLock { $0.values.reduce(0) { $0 + $1.count } } }
+        shards.reduce(0) { sum, shard in sum + shard.slots.withLock { $0.values.reduce(0) { $0 + $1.count } } }
     }
 
-    /// The figures since `since` (seconds since 1970; the whole day kept when `nil`), of the
-    /// buckets in `buckets`.
+    /// The figures of the slots from the one `since` falls in (seconds since 1970; the whole
+    /// day kept when `nil`), of the buckets in `buckets`.
     func report(since: Double?, buckets: Set<Int>) -> InsightsReport {
         let now = clock()
-        let first = since.map { Int(($0 / 60).rounded(.down)) } ?? Int.min
+        let first = since.map { Int(($0 / Double(Self.slotSeconds)).rounded(.down)) } ?? Int.min
         var report = InsightsReport(patterns: buckets.sorted().map { patterns[$0].description }, from: since, until: now)
         for shard in shards {
-            let minutes = shard.minutes.withLock { $0 }
-            for (minute, tallies) in minutes where minute >= first {
+            let slots = shard.slots.withLock { $0 }
+            for (slot, tallies) in slots where slot >= first {
                 for (key, tally) in tallies where buckets.contains(key.bucket) {
-                    report.add(tally, key: key, minute: minute, pattern: patterns[key.bucket].description)
+                    report.add(tally, key: key, slot: slot, pattern: patterns[key.bucket].description)
                 }
             }
         }
@@ -115,7 +123,7 @@ struct InsightsReport: Sendable, Equatable {
     var byPreset: [String: PullTally] = [:]
     var byInput: [String: PullTally] = [:]
     var byBand: [String: PullTally] = [:]
-    /// By minute (since 1970).
+    /// By slot (seconds since 1970 divided by ``PullInsights/slotSeconds``).
     var series: [Int: PullTally] = [:]
 
     init(patterns: [String], from: Double?, until: Double) {
@@ -127,12 +135,12 @@ struct InsightsReport: Sendable, Equatable {
     /// The name a pull of no stated input is counted under.
     static let unstatedInput = "unknown"
 
-    mutating func add(_ tally: PullTally, key: PullInsights.PullKey, minute: Int, pattern: String) {
+    mutating func add(_ tally: PullTally, key: PullInsights.PullKey, slot: Int, pattern: String) {
         total.add(tally)
         byFeed[pattern, default: PullTally()].add(tally)
         byPreset[key.preset.rawValue, default: PullTally()].add(tally)
         byInput[key.input?.rawValue ?? Self.unstatedInput, default: PullTally()].add(tally)
         byBand[key.band.rawValue, default: PullTally()].add(tally)
-        series[minute, default: PullTally()].add(tally)
+        series[slot, default: PullTally()].add(tally)
     }
 }

@@ -1,52 +1,50 @@
 /// Counts of pulls by outcome, with the distance at release and the time to release as
-/// histograms: fixed in size whatever it counts, so adding a pull allocates nothing.
+/// histograms, in fixed-size vectors: no heap storage, so a tally costs the same few hundred
+/// bytes whatever it counts, and adding a pull allocates nothing.
 struct PullTally: Sendable, Equatable {
     /// By ``PullOutcome``, in its order.
-    private(set) var outcomes = [Int](repeating: 0, count: PullOutcome.allCases.count)
-    private(set) var distance = Histogram(bounds: Self.distanceBounds)
-    private(set) var duration = Histogram(bounds: Self.durationBounds)
+    private var outcomes = SIMD8<UInt32>()
+    private(set) var distance = Histogram()
+    private(set) var duration = Histogram()
 
     /// Points: around every preset's threshold (80, 120, 145) and the `fit` bounds (64, 148).
     static let distanceBounds: [Double] = [10, 20, 40, 64, 80, 100, 120, 148, 200, 300]
     /// Milliseconds from the first sample of a pull to its release.
     static let durationBounds: [Double] = [100, 250, 500, 750, 1000, 1500, 2000, 3000, 5000]
 
-    /// Counts of values at most each bound, the last of those above every bound.
+    /// Counts of values at most each bound, then of those above every bound; at most 15 bounds.
     struct Histogram: Sendable, Equatable {
-        let bounds: [Double]
-        private(set) var counts: [Int]
+        private var buckets = SIMD16<UInt32>()
         private(set) var sum = 0.0
 
-        init(bounds: [Double]) {
-            self.bounds = bounds
-            counts = [Int](repeating: 0, count: bounds.count + 1)
-        }
+        /// The counts, one more than `bounds`.
+        func counts(_ bounds: [Double]) -> [Int] { (0...bounds.count).map { Int(buckets[$0]) } }
 
-        var count: Int { counts.reduce(0, +) }
+        var count: Int { Int(buckets.wrappedSum()) }
 
-        mutating func add(_ value: Double) {
-            counts[bounds.firstIndex { value <= $0 } ?? bounds.count] += 1
+        mutating func add(_ value: Double, _ bounds: [Double]) {
+            buckets[bounds.firstIndex { value <= $0 } ?? bounds.count] &+= 1
             sum += value
         }
 
         mutating func add(_ other: Histogram) {
-            for index in counts.indices { counts[index] += other.counts[index] }
+            buckets &+= other.buckets
             sum += other.sum
         }
     }
 
     subscript(outcome: PullOutcome) -> Int {
-        outcomes[PullOutcome.allCases.firstIndex(of: outcome) ?? 0]
+        Int(outcomes[PullOutcome.allCases.firstIndex(of: outcome) ?? 0])
     }
 
     mutating func add(_ record: PullRecord) {
-        for (index, outcome) in PullOutcome.allCases.enumerated() where outcome.counts(record) { outcomes[index] += 1 }
-        if let released = record.releaseDistance { distance.add(released) }
-        if let time = record.duration { duration.add(time) }
+        for (index, outcome) in PullOutcome.allCases.enumerated() where outcome.counts(record) { outcomes[index] &+= 1 }
+        if let released = record.releaseDistance { distance.add(released, Self.distanceBounds) }
+        if let time = record.duration { duration.add(time, Self.durationBounds) }
     }
 
     mutating func add(_ other: PullTally) {
-        for index in outcomes.indices { outcomes[index] += other.outcomes[index] }
+        outcomes &+= other.outcomes
         distance.add(other.distance)
         duration.add(other.duration)
     }

@@ -83,11 +83,12 @@ extension JSONWriter {
             }
             endObject()
         }
+        field("resolution", PullInsights.slotSeconds)
         key("series")
         beginArray()
-        for (minute, counted) in report.series.sorted(by: { $0.key < $1.key }) {
+        for (slot, counted) in report.series.sorted(by: { $0.key < $1.key }) {
             beginObject()
-            field("minute", Self.time(Double(minute) * 60))
+            field("at", Self.time(Double(slot * PullInsights.slotSeconds)))
             outcomes(counted)
             endObject()
         }
@@ -98,12 +99,14 @@ extension JSONWriter {
     private mutating func tally(_ tally: PullTally) {
         beginObject()
         outcomes(tally)
-        for (name, histogram) in [("distance", tally.distance), ("duration", tally.duration)] {
+        for (name, histogram, bounds) in [
+            ("distance", tally.distance, PullTally.distanceBounds), ("duration", tally.duration, PullTally.durationBounds),
+        ] {
             key(name)
             beginObject()
             key("counts")
             beginArray()
-            for count in histogram.counts { value(count) }
+            for count in histogram.counts(bounds) { value(count) }
             endArray()
             field("sum", histogram.sum)
             endObject()
