@@ -57,6 +57,23 @@ private struct Puller {
         #expect(record.input == .touch && record.band == .from600)
     }
 
+    /// A request sent again (its answer was lost) repeats samples the engine has applied: it
+    /// ignores them, and the pull they belonged to is not counted again or begun anew.
+    @Test func samplesSentAgainAreNotFollowedTwice() throws {
+        var engine = RefreshEngine(config: Preset.standard.config)
+        var tracker = PullTracker(config: Preset.standard.config)
+        let samples = try [(-30.0, Sample.Phase.drag, 0.0), (-90, .drag, 200), (-90, .release, 400)].enumerated().map { index, move in
+            try ValidSample(Sample(seq: index + 1, t: move.2, y: move.0, phase: move.1))
+        }
+        let effects = engine.samplesReceived(samples)
+        let first = tracker.samplesApplied(samples, gesture: try #require(effects.state), started: effects.start)
+        #expect(first?.trigger == .refresh)
+        let again = engine.samplesReceived(samples + [try ValidSample(Sample(seq: 4, t: 600, y: 0, phase: .drag))])
+        #expect(tracker.samplesApplied(samples, gesture: try #require(again.state), started: again.start) == nil)
+        let later = try ValidSample(Sample(seq: 5, t: 800, y: 0, phase: .drag))
+        #expect(tracker.samplesApplied([later], gesture: try #require(engine.samplesReceived([later]).state), started: nil) == nil)
+    }
+
     @Test func armedThenTakenBackBeforeTheRelease() throws {
         var puller = Puller()
         try puller.move(-90, at: 0)

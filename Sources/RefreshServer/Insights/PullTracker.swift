@@ -38,6 +38,9 @@ struct PullTracker: Sendable, Equatable {
     private var input: Sample.Input?
     /// When the last pull started an action, on the page's clock.
     private var lastTrigger: Double?
+    /// The newest sample followed: one sent again (a retry whose first answer was lost) is
+    /// ignored by the engine, and by the tracker alike.
+    private var lastSeq: Int?
 
     init(config: RefreshConfig) {
         topEnabled = config.top.enabled
@@ -54,6 +57,8 @@ struct PullTracker: Sendable, Equatable {
             // The sample itself, not its fields through the key paths of `ValidSample`'s
             // dynamic members: those cost more than the engine's whole decision.
             let sample = valid.sample
+            if let lastSeq, sample.seq <= lastSeq { continue }
+            lastSeq = sample.seq
             if let input = sample.input { self.input = input }
             if let height = sample.viewportHeight { viewportHeight = height }
             if let height = sample.contentHeight { contentHeight = height }
