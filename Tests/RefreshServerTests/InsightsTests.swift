@@ -27,8 +27,8 @@ private struct Puller {
             samples.append(try ValidSample(Sample(seq: seq, t: t, y: y, phase: phase)))
         }
         let effects = engine.samplesReceived(samples)
-        let state = try #require(effects.state)
-        if let record = tracker.samplesApplied(samples, gesture: state, started: effects.start) { records.append(record) }
+        _ = try #require(effects.state)
+        records += tracker.samplesApplied(samples, started: effects.start)
         if let job = effects.start { _ = engine.actionFinished(job.id, outcome: .completed) }
     }
 
@@ -36,8 +36,8 @@ private struct Puller {
         seq += 1
         let sample = try ValidSample(Sample(seq: seq, t: t, y: y, phase: phase, contentHeight: 5000, viewportHeight: viewport, input: input))
         let effects = engine.samplesReceived([sample])
-        let state = try #require(effects.state)
-        if let record = tracker.samplesApplied([sample], gesture: state, started: effects.start) { records.append(record) }
+        _ = try #require(effects.state)
+        records += tracker.samplesApplied([sample], started: effects.start)
         if let job = effects.start { _ = engine.actionFinished(job.id, outcome: .completed) }
     }
 }
@@ -66,12 +66,71 @@ private struct Puller {
             try ValidSample(Sample(seq: index + 1, t: move.2, y: move.0, phase: move.1))
         }
         let effects = engine.samplesReceived(samples)
-        let first = tracker.samplesApplied(samples, gesture: try #require(effects.state), started: effects.start)
-        #expect(first?.trigger == .refresh)
-        let again = engine.samplesReceived(samples + [try ValidSample(Sample(seq: 4, t: 600, y: 0, phase: .drag))])
-        #expect(tracker.samplesApplied(samples, gesture: try #require(again.state), started: again.start) == nil)
+        let first = tracker.samplesApplied(samples, started: effects.start)
+        #expect(first.map(\.trigger) == [.refresh])
+        _ = engine.samplesReceived(samples + [try ValidSample(Sample(seq: 4, t: 600, y: 0, phase: .drag))])
+        #expect(tracker.samplesApplied(samples, started: nil).isEmpty)
         let later = try ValidSample(Sample(seq: 5, t: 800, y: 0, phase: .drag))
-        #expect(tracker.samplesApplied([later], gesture: try #require(engine.samplesReceived([later]).state), started: nil) == nil)
+        _ = engine.samplesReceived([later])
+        #expect(tracker.samplesApplied([later], started: nil).isEmpty)
+    }
+
+    /// One request can end a pull and start the next (the Swift client, or the page resending
+    /// after a refusal, sends several samples at once): each is told, and the job goes to the
+    /// pull that fired it, not to the one that ended first.
+    @Test func twoPullsInOneRequestAreToldApartAndTheJobIsTheSecondOnes() throws {
+        let config = Preset.swiftUILab.config
+        var engine = RefreshEngine(config: config)
+        var tracker = PullTracker(config: config)
+        let samples = try [(-5.0, 0.0), (0, 100), (-130, 200)].enumerated().map { index, move in
+            try ValidSample(Sample(seq: index + 1, t: move.1, y: move.0, phase: .drag))
+        }
+        let effects = engine.samplesReceived(samples)
+        #expect(effects.start?.kind == .refresh)
+        let ended = tracker.samplesApplied(samples, started: effects.start)
+        #expect(ended.count == 1)
+        #expect(ended.first?.short == true && ended.first?.trigger == nil && ended.first?.armed == false)
+        let release = try ValidSample(Sample(seq: 4, t: 300, y: -130, phase: .release))
+        let second = tracker.samplesApplied([release], started: nil)
+        #expect(second.count == 1 && second.first?.trigger == .refresh && second.first?.armed == true)
+    }
+
+    /// A pull that went past the threshold and back within one request armed all the same.
+    @Test func aPullThatArmedAndCameBackWithinOneRequestIsTakenBack() throws {
+        var engine = RefreshEngine(config: Preset.standard.config)
+        var tracker = PullTracker(config: Preset.standard.config)
+        let samples = try [(-130.0, Sample.Phase.drag, 0.0), (-40, .drag, 100), (-40, .release, 200)].enumerated().map { index, move in
+            try ValidSample(Sample(seq: index + 1, t: move.2, y: move.0, phase: move.1))
+        }
+        let effects = engine.samplesReceived(samples)
+        #expect(effects.start == nil)
+        let ended = tracker.samplesApplied(samples, started: effects.start)
+        #expect(ended.count == 1 && ended.first?.armed == true && ended.first?.takenBack == true)
+    }
+
+    /// A second refresh counts as `retriggered` only forward on the page's clock and against
+    /// the refresh before it, not a load-more, nor a clock that went back.
+    @Test func retriggeredIsARefreshSoonAfterARefreshForwardInTime() throws {
+        var puller = Puller()
+        try puller.move(-90, at: 20_000)
+        try puller.move(-90, .release, at: 20_100)
+        try puller.move(0, at: 20_200)
+        try puller.move(-90, at: 1_000)
+        try puller.move(-90, .release, at: 1_100)
+        let refreshes = puller.records.filter { $0.trigger == .refresh }
+        #expect(refreshes.count == 2)
+        #expect(refreshes.allSatisfy { !$0.retriggered }, "the clock went back: no telling how soon")
+    }
+
+    /// A pull under way when its session ends is told, as one never released.
+    @Test func aPullUnderWayWhenTheSessionEndsIsTold() throws {
+        var tracker = PullTracker(config: Preset.standard.config)
+        #expect(tracker.sessionEnded() == nil)
+        _ = tracker.samplesApplied([try ValidSample(Sample(seq: 1, t: 0, y: -50, phase: .drag))], started: nil)
+        let ended = tracker.sessionEnded()
+        let record = try #require(ended)
+        #expect(record.farthest == 50 && record.releaseDistance == nil && record.trigger == nil)
+        #expect(tracker.sessionEnded() == nil)
     }
 
     @Test func armedThenTakenBackBeforeTheRelease() throws {
@@ -207,6 +266,15 @@ private struct Puller {
         now.withLock { $0 += 25 * 3600 }
         recorder.record(Self.record(.touch))
         #expect(insights.report(since: nil, buckets: [0]).total[.begun] == 1)
+        // A quiet day after: nothing older than a day is answered, though nothing new was
+        // recorded to clear it; nor, with the clock set back, what now lies ahead of it.
+        now.withLock { $0 += 25 * 3600 }
+        #expect(insights.report(since: nil, buckets: [0]).total[.begun] == 0)
+        #expect(insights.report(since: 0, buckets: [0]).total[.begun] == 0)
+        now.withLock { $0 -= 25 * 3600 }
+        recorder.record(Self.record(.touch))
+        now.withLock { $0 -= 3600 }
+        #expect(insights.report(since: nil, buckets: [0]).total[.begun] == 0)
     }
 }
 
@@ -244,6 +312,27 @@ private struct Puller {
             #expect(metrics.contains(#"ptr_pulls_total{outcome="refreshed",input="touch"} 1"#))
             #expect(metrics.contains("ptr_pull_distance_points_bucket"))
             #expect(!metrics.contains(session))
+            let byPreset = try #require(reply.json["byPreset"] as? [String: Any])
+            #expect(Set(byPreset.keys) == ["default"])
+        }
+    }
+
+    /// A session with a configuration of its own (a threshold, a mode) is not judged as its
+    /// preset's: its pulls are counted as `custom`; one that names its preset's own values is
+    /// that preset's.
+    @Test func aSessionsOwnConfigurationIsCountedAsCustom() async throws {
+        try await TestServer.run { server in
+            let samples = [
+                #"{"seq":1,"t":0,"y":-40,"phase":"drag"}"#, #"{"seq":2,"t":100,"y":-130,"phase":"drag"}"#,
+                #"{"seq":3,"t":300,"y":-130,"phase":"release"}"#,
+            ]
+            try await pull(server, try await server.session(#"{"config":{"top":{"threshold":120}}}"#), samples: samples)
+            try await pull(server, try await server.session(#"{"preset":"ios15","config":{"top":{"threshold":"fit"}}}"#), samples: samples)
+            try await pull(server, try await server.session(#"{"config":{"top":{"threshold":80}}}"#), samples: samples)
+            let reply = try await server.get("/api/insights")
+            let byPreset = try #require(reply.json["byPreset"] as? [String: [String: Any]])
+            #expect(byPreset["custom"]?["begun"] as? Int == 2)
+            #expect(byPreset["default"]?["begun"] as? Int == 1)
         }
     }
 

@@ -11,9 +11,9 @@ import Synchronization
 /// (`--insights-feed`) that names them, else under `*`, so the set of keys stays bounded
 /// however many feeds there are.
 ///
-/// A session writes here once per pull, not per sample, into one of two shards picked when
-/// the session is made, so that pulls on two event loops seldom meet on one lock; a read
-/// merges the shards.
+/// A session writes here once per pull, not per sample, into one of two shards dealt in
+/// turn as sessions are made, so that two pulls ending at once on two event loops meet on
+/// one lock half as often; a read merges the shards.
 ///
 /// What is kept is bounded by the keys, not by the pulls: at most every key (patterns × 4
 /// presets × 6 inputs × 5 bands) in every slot of every shard, a fixed-size ``PullTally``
@@ -24,7 +24,8 @@ final class PullInsights: Sendable {
     struct PullKey: Hashable, Sendable {
         /// Index in ``patterns``.
         var bucket: Int
-        var preset: Preset
+        /// `nil`: the session's own configuration, not a preset's as it is.
+        var preset: Preset?
         var input: Sample.Input?
         var band: ViewportBand
     }
@@ -32,7 +33,7 @@ final class PullInsights: Sendable {
     /// Where one session's pulls go: fixed for its life.
     struct Scope: Sendable, Equatable {
         var bucket: Int
-        var preset: Preset
+        var preset: Preset?
         var shard: Int
     }
 
@@ -69,10 +70,11 @@ final class PullInsights: Sendable {
         func record(_ pull: PullRecord) { insights.record(pull, in: scope) }
     }
 
-    /// Where the pulls of a new session of `feed` with `preset` go.
-    func recorder(feed: FeedName, preset: Preset) -> Recorder {
+    /// Where the pulls of a new session of `feed` with `preset` go (`nil`: a configuration of
+    /// its own, whose pulls are not any preset's to judge).
+    func recorder(feed: FeedName, preset: Preset?) -> Recorder {
         let bucket = patterns.firstIndex { $0.matches(feed) } ?? patterns.count - 1
-        let shard = nextShard.wrappingAdd(1, ordering: .relaxed).oldValue % Self.shardCount
+        let shard = Int(UInt(bitPattern: nextShard.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(Self.shardCount))
         return Recorder(insights: self, scope: Scope(bucket: bucket, preset: preset, shard: shard))
     }
 
@@ -98,11 +100,15 @@ final class PullInsights: Sendable {
     /// day kept when `nil`), of the buckets in `buckets`.
     func report(since: Double?, buckets: Set<Int>) -> InsightsReport {
         let now = clock()
-        let first = since.map { Int(($0 / Double(Self.slotSeconds)).rounded(.down)) } ?? Int.min
+        // The day kept ends now: a slot older is not answered though no pull has come since to
+        // clear it, nor one ahead of a clock that was set back.
+        let current = Int(now) / Self.slotSeconds
+        let kept = (current - Self.retainedSlots)...current
+        let first = max(kept.lowerBound, since.map { Int(($0 / Double(Self.slotSeconds)).rounded(.down)) } ?? Int.min)
         var report = InsightsReport(patterns: buckets.sorted().map { patterns[$0].description }, from: since, until: now)
         for shard in shards {
             let slots = shard.slots.withLock { $0 }
-            for (slot, tallies) in slots where slot >= first {
+            for (slot, tallies) in slots where slot >= first && slot <= kept.upperBound {
                 for (key, tally) in tallies where buckets.contains(key.bucket) {
                     report.add(tally, key: key, slot: slot, pattern: patterns[key.bucket].description)
                 }
@@ -132,13 +138,16 @@ struct InsightsReport: Sendable, Equatable {
         self.until = until
     }
 
+    /// The name the pulls of sessions with a configuration of their own are counted under.
+    static let customPreset = "custom"
+
     /// The name a pull of no stated input is counted under.
     static let unstatedInput = "unknown"
 
     mutating func add(_ tally: PullTally, key: PullInsights.PullKey, slot: Int, pattern: String) {
         total.add(tally)
         byFeed[pattern, default: PullTally()].add(tally)
-        byPreset[key.preset.rawValue, default: PullTally()].add(tally)
+        byPreset[key.preset?.rawValue ?? Self.customPreset, default: PullTally()].add(tally)
         byInput[key.input?.rawValue ?? Self.unstatedInput, default: PullTally()].add(tally)
         byBand[key.band.rawValue, default: PullTally()].add(tally)
         series[slot, default: PullTally()].add(tally)

@@ -8,6 +8,6 @@ extension ServerMetrics {
         for _ in 0..<counts.replayMisses { replayed(hit: false) }
         if counts.coalesced > 0 { eventsCoalesced(Int(counts.coalesced)) }
         for _ in 0..<counts.resumedByVersion { resumedByVersion() }
-        if let pull = counts.pull { pulled(pull) }
+        for pull in counts.pulls { pulled(pull) }
     }
 }

@@ -183,7 +183,7 @@ public final class Session: Sendable, NewsListener {
         defer {
             // Counted before the streams are woken: whoever sees an event sees it counted.
             if counts != SessionMachine.Counts() { services.metrics.count(counts) }
-            if let pull = counts.pull { pulls?.record(pull) }
+            for pull in counts.pulls { pulls?.record(pull) }
             wakeup?.fire()
             if !work.isEmpty { perform(work) }
         }

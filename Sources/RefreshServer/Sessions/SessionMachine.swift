@@ -71,8 +71,8 @@ struct SessionMachine: Sendable {
         var replayMisses: Int32 = 0
         var coalesced: Int32 = 0
         var resumedByVersion: Int32 = 0
-        /// The pull that ended in this step, for the metrics and the insights.
-        var pull: PullRecord?
+        /// The pulls that ended in this step, for the metrics and the insights.
+        var pulls: [PullRecord] = []
     }
 
     /// Live mode bringing new items in without a refresh.
@@ -150,9 +150,9 @@ struct SessionMachine: Sendable {
         counts.samplesApplied += Int32(clamping: samples.count - ignored)
         counts.samplesIgnored += Int32(clamping: ignored)
         perform(effects)
-        if let state = effects.state {
+        if effects.state != nil {
             sampleArrival = now
-            if let pull = pulls.samplesApplied(samples, gesture: state, started: effects.start) { counts.pull = pull }
+            counts.pulls += pulls.samplesApplied(samples, started: effects.start)
         }
         // A live page that comes to rest at the top takes what it was told of meanwhile.
         if newsMode == .live, let shown = window.shown, case let head = news.position, head > shown,
@@ -325,6 +325,7 @@ struct SessionMachine: Sendable {
 
     /// Stops everything: the actions' tasks, the reads, the streams (the wake-up that ends them).
     mutating func end() -> Wakeup? {
+        if !ended, let pull = pulls.sessionEnded() { counts.pulls.append(pull) }
         ended = true
         live = .idle
         readingChanges = false

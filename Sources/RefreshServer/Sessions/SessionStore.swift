@@ -40,7 +40,7 @@ public final class SessionStore: Sendable {
         let services = try feeds.join(feed)
         let session = Session(
             id: Self.newID(instance: limits.instanceName), config: config, client: client, owner: owner, services: services, limits: limits,
-            pulls: insights.recorder(feed: feed, preset: preset), now: .now)
+            pulls: insights.recorder(feed: feed, preset: config == preset.config ? preset : nil), now: .now)
         do {
             try admit(session)
         } catch {
