@@ -203,11 +203,13 @@ package struct RequestPolicy: Sendable {
     // MARK: - Content type
 
     /// `application/json`, with parameters (`; charset=utf-8`) or without.
+    private static let jsonTypes = ["application/json", "application/merge-patch+json"]
+
     package static func isJSON(_ contentType: String) -> Bool {
         var value = contentType.utf8[...]
         while let first = value.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { value = value.dropFirst() }
         // A JSON merge patch (RFC 7396) is JSON too; neither can be sent cross-origin without a preflight.
-        for type in ["application/json", "application/merge-patch+json"] where startsIgnoringCase(value, type) {
+        for type in jsonTypes where startsIgnoringCase(value, type) {
             let rest = value.dropFirst(type.utf8.count)
             guard let next = rest.first else { return true }
             return next == UInt8(ascii: ";") || next == UInt8(ascii: " ") || next == UInt8(ascii: "\t")

@@ -64,22 +64,26 @@ struct EventStream {
 
     /// The batch a wake-up has to write, if any.
     mutating func woken(_ reason: Wakeup.Reason, replay: inout ReplayCache) throws -> Batch? {
-        let session = subscription.session
+        // The session is read only when the log is asked or a count told: a round writes to
+        // thousands of streams, and for most the stream's own object is all it touches.
         let now = replay.instant()
         // A stream that kept up writes what the wake-up brought; only one behind asks the log.
         let answer =
             replay.announced(after: cursor)
-            ?? replay.events(after: cursor, lookup: { session.delivery(after: $0, unlessThrough: $1) })
+            ?? replay.events(after: cursor, lookup: { subscription.session.delivery(after: $0, unlessThrough: $1) })
         if let shared = answer.parts {
             cursor = answer.cursor
-            if answer.coalesced > 0 { session.metrics.eventsCoalesced(answer.coalesced) }
+            if answer.coalesced > 0 { subscription.session.metrics.eventsCoalesced(answer.coalesced) }
             guard gzip != nil else {
                 lastWrite = now
                 return Batch(parts: shared)
             }
             return Batch(parts: [try chunk(answer.events.map(\.frame), at: now)])
         }
-        if !answer.events.isEmpty { return try batch(of: answer, at: now, coalesced: { session.metrics.eventsCoalesced($0) }) }
+        if !answer.events.isEmpty {
+            let metrics = subscription.session.metrics
+            return try batch(of: answer, at: now, coalesced: { metrics.eventsCoalesced($0) })
+        }
         cursor = answer.cursor
         if reason == .tick, now - lastWrite >= quietEnough {
             lastWrite = now
