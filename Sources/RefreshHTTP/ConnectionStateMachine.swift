@@ -160,7 +160,7 @@ package struct ConnectionStateMachine<Stream> {
     /// has not reported (it says nothing until a head is whole), as of the last read.
     private var requestStarted = false
     /// The judge of every head.
-    package let admission: RequestAdmission
+    package private(set) var admission: RequestAdmission
     package var limits: Limits { admission.limits }
 
     package init(limits: Limits, policy: RequestPolicy, routing: HTTPRouting) {

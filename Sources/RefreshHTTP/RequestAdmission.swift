@@ -22,6 +22,11 @@ package struct RequestAdmission: Sendable {
     package let policy: RequestPolicy
     /// The application's routes, as far as the connection asks them.
     package let routing: HTTPRouting
+    /// The route found for the connection's last routed request. A connection asks for one
+    /// target over and over (a page's samples, at every frame): when the method and target
+    /// are the last one's, its route is taken again rather than found again. A route depends
+    /// on nothing but the two and the table.
+    private var recent: (method: HTTPMethod, uri: String, match: RouteMatch)?
 
     package init(limits: ConnectionLimits, policy: RequestPolicy, routing: HTTPRouting) {
         self.limits = limits
@@ -60,7 +65,7 @@ package struct RequestAdmission: Sendable {
         case refused(Refused)
     }
 
-    package func admit(_ head: HTTPRequestHead) -> Verdict {
+    package mutating func admit(_ head: HTTPRequestHead) -> Verdict {
         var head = head
         var summary = HeadSummary(head)
         let cors = policy.corsOrigin(summary.firstOrigin)
@@ -91,7 +96,7 @@ package struct RequestAdmission: Sendable {
         if let host = summary.host, !policy.allowsHost(host) {
             return refused(.unknownHost)
         }
-        var route = routing.route(head.method, head.uri)
+        var route = route(head.method, uri: head.uri)
         if case .preflight(let allow) = route.route, cors == nil {
             // Not a preflight this server answers: an OPTIONS like any other method it lacks.
             route.route = .methodNotAllowed(allow: allow)
@@ -113,6 +118,13 @@ package struct RequestAdmission: Sendable {
             }
         }
         return .admitted(Admitted(head: head, match: route, cors: cors, keepAlive: summary.keepAlive, expectsContinue: summary.expectsContinue))
+    }
+
+    private mutating func route(_ method: HTTPMethod, uri: String) -> RouteMatch {
+        if let recent, recent.method == method, recent.uri == uri { return recent.match }
+        let match = routing.route(method, uri)
+        recent = (method, uri, match)
+        return match
     }
 }
 

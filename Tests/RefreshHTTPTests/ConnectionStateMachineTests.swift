@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import Synchronization
 import Testing
 
 @testable import RefreshHTTP
@@ -284,12 +285,44 @@ import Testing
         }
     }
 
+    /// A connection asks for one target at every frame: its route is found once, and a
+    /// request for another target, or the same one with another method, is routed afresh.
+    @Test func admissionRoutesARepeatedTargetOnce() {
+        let asked = Mutex<[String]>([])
+        let counting = HTTPRouting { method, uri in
+            asked.withLock { $0.append("\(method.rawValue) \(uri)") }
+            return TestRoute.routing.route(method, uri)
+        }
+        var admission = RequestAdmission(
+            limits: .init(maxBodyBytes: 64, maxHeadBytes: 1024), policy: RequestPolicy(HTTPConfiguration()), routing: counting)
+        func route(_ head: HTTPRequestHead) -> HTTPRoute? {
+            guard case .admitted(let admitted) = admission.admit(head) else { return nil }
+            return admitted.route
+        }
+        #expect(route(Self.samplesHead) == .answer(parameter: "s"))
+        #expect(route(Self.samplesHead) == .answer(parameter: "s"))
+        let other = Self.head(
+            "/api/sessions/t/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"])
+        #expect(route(other) == .answer(parameter: "t"))
+        #expect(route(Self.head("/api/items")) == .router)
+        let publish = Self.head(
+            "/api/items", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"])
+        #expect(route(publish) == .router)
+        #expect(route(Self.head("/api/items", method: .DELETE)) == nil)
+        #expect(route(Self.samplesHead) == .answer(parameter: "s"))
+        #expect(
+            asked.withLock { $0 } == [
+                "POST /api/sessions/s/samples", "POST /api/sessions/t/samples", "GET /api/items", "POST /api/items", "DELETE /api/items",
+                "POST /api/sessions/s/samples",
+            ])
+    }
+
     /// Admission judges a head once: its verdict carries the route and the CORS origin, for
     /// an answer and for a refusal alike, so nothing after it reads the head's fields again.
     @Test func admissionsVerdictCarriesTheRouteAndTheCORSOrigin() {
         var configuration = HTTPConfiguration()
         configuration.corsOrigins = ["https://app.example"]
-        let admission = RequestAdmission(
+        var admission = RequestAdmission(
             limits: .init(maxBodyBytes: 64, maxHeadBytes: 1024), policy: RequestPolicy(configuration), routing: TestRoute.routing)
         let stream = Self.head("/api/sessions/s/events", headers: ["Host": "localhost", "Origin": "https://APP.example"])
         #expect(
