@@ -33,12 +33,26 @@ public struct JSONWriter {
         needsComma = true
     }
 
-    /// A member name; the next value written is its value.
+    /// A member name; the next value written is its value. The separator, the quoted name
+    /// and the colon go into the buffer in one write: an event has a dozen members, and each
+    /// write to a buffer checks its storage afresh.
     @inlinable public mutating func key(_ name: StaticString) {
-        separate()
-        buffer.writeInteger(UInt8(ascii: "\""))
-        buffer.writeStaticString(name)
-        buffer.writeStaticString("\":")
+        let comma = needsComma
+        let length = name.utf8CodeUnitCount
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: length + 4) { out in
+            var at = 0
+            if comma {
+                out[at] = UInt8(ascii: ",")
+                at += 1
+            }
+            out[at] = UInt8(ascii: "\"")
+            UnsafeMutableRawBufferPointer(rebasing: out[(at + 1)...]).copyMemory(
+                from: UnsafeRawBufferPointer(start: name.utf8Start, count: length))
+            at += 1 + length
+            out[at] = UInt8(ascii: "\"")
+            out[at + 1] = UInt8(ascii: ":")
+            return at + 2
+        }
         needsComma = false
     }
 
@@ -62,7 +76,7 @@ public struct JSONWriter {
 
     @inlinable public mutating func value(_ number: Int) {
         separate()
-        buffer.writeString(String(number))
+        buffer.writeWholeNumber(Int64(number))
         needsComma = true
     }
 
@@ -124,18 +138,26 @@ extension ByteBuffer {
     /// a title can never close a `<script>` or start markup if a client embeds it in HTML,
     /// and U+2028/2029 so the output is also valid JavaScript.
     public mutating func writeJSONString(_ string: String) {
-        writeInteger(UInt8(ascii: "\""))
-        let clean = string.utf8.withContiguousStorageIfAvailable { bytes in
-            !bytes.contains {
+        var string = string
+        // A string that needs no escape (a label, a phase, most titles) is written quoted in
+        // one write.
+        let written = string.withUTF8 { bytes -> Bool in
+            let clean = !bytes.contains {
                 $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">")
                     || $0 == UInt8(ascii: "&") || $0 == 0xE2
             }
+            guard clean else { return false }
+            writeWithUnsafeMutableBytes(minimumWritableBytes: bytes.count + 2) { out in
+                out[0] = UInt8(ascii: "\"")
+                UnsafeMutableRawBufferPointer(rebasing: out[1...]).copyMemory(from: UnsafeRawBufferPointer(bytes))
+                out[bytes.count + 1] = UInt8(ascii: "\"")
+                return bytes.count + 2
+            }
+            return true
         }
-        if clean == true {
-            writeString(string)
-        } else {
-            writeEscaped(string)
-        }
+        guard !written else { return }
+        writeInteger(UInt8(ascii: "\""))
+        writeEscaped(string)
         writeInteger(UInt8(ascii: "\""))
     }
 
@@ -162,10 +184,8 @@ extension ByteBuffer {
         }
     }
 
-    /// Whole numbers without a fraction, others in Swift's shortest round-trip form;
-    /// non-finite numbers (never produced on purpose) as `null`, since JSON has no NaN.
     /// A whole number's digits, written in place rather than made into a string first.
-    private mutating func writeWholeNumber(_ value: Int64) {
+    @usableFromInline mutating func writeWholeNumber(_ value: Int64) {
         var magnitude = value.magnitude
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
             var start = digits.count
@@ -182,6 +202,8 @@ extension ByteBuffer {
         }
     }
 
+    /// Whole numbers without a fraction, others in Swift's shortest round-trip form;
+    /// non-finite numbers (never produced on purpose) as `null`, since JSON has no NaN.
     public mutating func writeJSONNumber(_ number: Double) {
         guard number.isFinite else {
             writeStaticString("null")

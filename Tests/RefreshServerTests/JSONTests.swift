@@ -50,6 +50,28 @@ import Testing
         #expect(roundTrip?["text"] as? String == "a\"b\\c\n<script>&\u{2028}\u{1}")
     }
 
+    /// Strings with nothing to escape go out quoted as they are, however long, empty or
+    /// beyond ASCII; members and array elements are separated alike.
+    @Test func writesCleanStringsAsTheyAre() {
+        let long = String(repeating: "Pull to refresh, ", count: 20)
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("empty", "")
+        json.field("long", long)
+        json.field("accents", "Relâchez pour actualiser · 更新")
+        json.field("ellipsis", "Refreshing…")
+        json.key("list")
+        json.beginArray()
+        json.value("a")
+        json.value(2)
+        json.value("")
+        json.endArray()
+        json.endObject()
+        #expect(
+            String(buffer: json.buffer)
+                == #"{"empty":"","long":"\#(long)","accents":"Relâchez pour actualiser · 更新","ellipsis":"Refreshing…","list":["a",2,""]}"#)
+    }
+
     /// A whole `Double` is written with the digits `String(Int64(value))` has, at the edges of
     /// the range written so (below 10¹⁵) and of each digit count; beyond it, as Swift writes it.
     @Test func writesWholeDoublesAsIntegers() {
