@@ -3,6 +3,7 @@ import OpenAPIAsyncHTTPClient
 import RefreshClient
 import RefreshEngine
 import RefreshServer
+import RefreshServerTesting
 import Synchronization
 import Testing
 
@@ -151,7 +152,7 @@ import Testing
     /// A session lost in a restart is replaced by one that continues the list from the version
     /// it showed: an edit and a removal made while it was away reach it as `changes`.
     @Test func aReplacementIsToldWhatChangedWhileAway() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("client-changes-\(UUID().uuidString)")
+        let directory = Scratch.path("client-changes")
         defer { try? FileManager.default.removeItem(at: directory) }
         let configuration = LiveServer.configuration { $0.database = directory.appendingPathComponent("feed.sqlite").path }
         let first = try await LiveServer.start(configuration)

@@ -3,6 +3,7 @@ import OpenAPIAsyncHTTPClient
 import RefreshClient
 import RefreshEngine
 import RefreshServer
+import RefreshServerTesting
 import Testing
 
 /// The client against the real server on an ephemeral port, through a proxy that can cut,
@@ -169,7 +170,7 @@ import Testing
     /// address) is replaced by one that continues the list: what is published afterwards
     /// arrives once, and no item comes twice.
     @Test func aSessionLostInARestartIsReplacedAndTheListContinues() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("client-restart-\(UUID().uuidString)")
+        let directory = Scratch.path("client-restart")
         defer { try? FileManager.default.removeItem(at: directory) }
         let configuration = LiveServer.configuration { $0.database = directory.appendingPathComponent("feed.sqlite").path }
         let first = try await LiveServer.start(configuration)

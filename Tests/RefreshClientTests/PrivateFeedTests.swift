@@ -2,6 +2,7 @@ import Foundation
 import JWTKit
 import OpenAPIAsyncHTTPClient
 import RefreshClient
+import RefreshServerTesting
 import Synchronization
 import Testing
 
@@ -32,7 +33,7 @@ import Testing
 
     /// A server that verifies tokens with the key file `hs.key` in a folder of its own.
     static func withKeyedServer(_ body: @Sendable (LiveServer) async throws -> Void) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("client-keys-\(UUID().uuidString)")
+        let directory = Scratch.path("client-keys")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let keyFile = directory.appendingPathComponent("hs.key")

@@ -1,4 +1,5 @@
 import Foundation
+import RefreshServerTesting
 import Testing
 
 @testable import RefreshServer
@@ -122,7 +123,7 @@ import Testing
         guard key != "config" else { return }
         let sources = try await ConfigurationSources(environment: [setting.variable: "7"])
         #expect(sources.unknownVariables.isEmpty, "its variable is a setting's")
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("table-\(UUID().uuidString)")
+        let folder = Scratch.path("table")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let path = folder.appendingPathComponent("config.json").path
         try Data("{\"\(key)\": null}".utf8).write(to: URL(fileURLWithPath: path))

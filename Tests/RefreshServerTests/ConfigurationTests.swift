@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import RefreshServerTesting
 import ServiceLifecycle
 import Synchronization
 import Testing
@@ -62,7 +63,7 @@ import Testing
 
     /// Two HMAC secret files, `a` and `b`, for the settings that name key files.
     static let keyFiles: [String] = {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("configuration-keys-\(UUID().uuidString)")
+        let folder = Scratch.path("configuration-keys")
         try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         return ["a", "b"].map { name in
             let path = folder.appendingPathComponent("\(name).key").path
@@ -83,7 +84,7 @@ import Testing
 
     /// A configuration file in a folder of its own.
     static func file(_ text: String) throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("configuration-\(UUID().uuidString)")
+        let folder = Scratch.path("configuration")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let path = folder.appendingPathComponent("config.json").path
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))

@@ -1,12 +1,13 @@
 import Foundation
 import Logging
+import RefreshServerTesting
 import Testing
 
 @testable import RefreshFeed
 @testable import RefreshServer
 
 func temporaryDatabase() -> String {
-    FileManager.default.temporaryDirectory.appendingPathComponent("feed-\(UUID().uuidString)/refresh.sqlite").path
+    Scratch.path("feed").appendingPathComponent("refresh.sqlite").path
 }
 
 @Suite struct FeedStoreTests {

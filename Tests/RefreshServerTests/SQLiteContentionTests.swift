@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import RefreshServerTesting
 import Testing
 
 @testable import RefreshFeed
@@ -74,7 +75,7 @@ final class SQLiteLockHolder {
 /// configuration error that names the setting (and so `refresh-server` exits 78).
 @Suite struct DatabaseLocationTests {
     @Test func aFolderOrAnUnwritablePathIsAConfigurationErrorNamingTheSetting() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("db-\(UUID().uuidString)").path
+        let folder = Scratch.path("db").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let file = (folder as NSString).appendingPathComponent("plain-file")
         _ = FileManager.default.createFile(atPath: file, contents: Data(String(repeating: "not a database ", count: 512).utf8))

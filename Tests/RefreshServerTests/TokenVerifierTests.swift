@@ -1,6 +1,7 @@
 import Foundation
 import JWTKit
 import NIOCore
+import RefreshServerTesting
 import Testing
 
 @testable import RefreshServer
@@ -150,7 +151,7 @@ import Testing
 /// Key files as `--auth-key` reads them, and what stops the start.
 @Suite struct AccessKeyTests {
     private func file(_ name: String, _ text: String) throws -> String {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(UUID().uuidString)-\(name)")
+        let url = Scratch.path(name)
         try text.write(to: url, atomically: true, encoding: .utf8)
         return url.path
     }

@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import RefreshServerTesting
 
 @testable import RefreshServer
 
@@ -16,7 +17,7 @@ struct TestKeys: Sendable {
     private let anonymous: JWTKeyCollection
 
     static func make() async throws -> TestKeys {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keys-\(UUID().uuidString)")
+        let directory = Scratch.path("keys")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let secret = "a-secret-of-at-least-thirty-two-bytes-for-hs256"
         let rsa = try Insecure.RSA.PrivateKey(pem: rsaPrivatePEM)
