@@ -10,7 +10,10 @@ package enum HTTPChunk {
         return [line] + parts + [ByteBuffer(string: "\r\n")]
     }
 
-    package static func frame(_ parts: [ByteBuffer]) -> ByteBuffer {
+    /// The parts as one chunk in one buffer: its size line, their bytes, its end. `parts`
+    /// may be a lazy view (a round's events' frames): no array of them is made.
+    @inlinable
+    package static func frame<Parts: Collection<ByteBuffer>>(_ parts: Parts) -> ByteBuffer {
         let size = parts.reduce(0) { $0 + $1.readableBytes }
         var chunk = ByteBufferAllocator().buffer(capacity: Self.size(ofChunkOf: size))
         writeSizeLine(size, into: &chunk)

@@ -31,21 +31,11 @@ struct ReplayCache {
         /// first stream that writes them takes it.
         var sampleArrival: ContinuousClock.Instant?
 
-        /// The events' frames as one HTTP chunk (`bytes` of frames), written from the events
-        /// themselves, without an array of their frames first.
-        private static func chunk(_ events: [ServerEvent], bytes: Int) -> ByteBuffer {
-            var chunk = ByteBufferAllocator().buffer(capacity: HTTPChunk.size(ofChunkOf: bytes))
-            HTTPChunk.writeSizeLine(bytes, into: &chunk)
-            for event in events { chunk.writeImmutableBuffer(event.frame) }
-            chunk.writeStaticString("\r\n")
-            return chunk
-        }
-
         init(events: [ServerEvent], cursor: UInt64, coalesced: Int, sampleArrival: ContinuousClock.Instant?) {
             self.events = events
             self.cursor = cursor
             let bytes = events.reduce(0) { $0 + $1.frame.readableBytes }
-            parts = events.isEmpty || bytes > ReplayCache.maxBatchBytes ? nil : [Self.chunk(events, bytes: bytes)]
+            parts = events.isEmpty || bytes > ReplayCache.maxBatchBytes ? nil : [HTTPChunk.frame(events.lazy.map(\.frame))]
             self.coalesced = coalesced
             self.sampleArrival = sampleArrival
         }

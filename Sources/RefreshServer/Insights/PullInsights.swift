@@ -105,12 +105,14 @@ final class PullInsights: Sendable {
         let current = Int(now) / Self.slotSeconds
         let kept = (current - Self.retainedSlots)...current
         let first = max(kept.lowerBound, since.map { Int(($0 / Double(Self.slotSeconds)).rounded(.down)) } ?? Int.min)
-        var report = InsightsReport(patterns: buckets.sorted().map { patterns[$0].description }, from: since, until: now)
+        // A prefix pattern's name is made when asked for: once per pattern, not per tally.
+        let names = patterns.map(\.description)
+        var report = InsightsReport(patterns: buckets.sorted().map { names[$0] }, from: since, until: now)
         for shard in shards {
             let slots = shard.slots.withLock { $0 }
             for (slot, tallies) in slots where slot >= first && slot <= kept.upperBound {
                 for (key, tally) in tallies where buckets.contains(key.bucket) {
-                    report.add(tally, key: key, slot: slot, pattern: patterns[key.bucket].description)
+                    report.add(tally, key: key, slot: slot, pattern: names[key.bucket])
                 }
             }
         }
