@@ -46,6 +46,9 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
     private var timer: (task: Scheduled<Void>, at: NIODeadline)?
     /// The router's task while it answers, cancelled if the connection closes first.
     private var routing: Task<Void, Never>?
+    /// The stream opened on this connection, until it is released (``HTTPStream/released()``):
+    /// when its response ends, or when the connection closes, whichever comes first.
+    private var opened: (any HTTPStream)?
     /// The decoder in front of this handler, once it has been replaced; until then, the one
     /// the pipeline holds.
     private var decoder: ByteToMessageHandler<HTTPRequestDecoder>?
@@ -170,7 +173,8 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
     }
 
     private func letGo() {
-        machine.channelClosed()  // drops an open stream: the application forgets it
+        machine.channelClosed()
+        releaseStream()
         routing?.cancel()
         routing = nil
         timer?.task.cancel()
@@ -207,6 +211,7 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
             machine.stream?.socketDrained()
         case .endStream(let stream, let then):
             var end = stream.finish() ?? ByteBuffer()
+            releaseStream()
             end.writeImmutableBuffer(ResponseHead.lastChunk)
             context.writeAndFlush(wrapOutboundOut(end), promise: nil)
             if then == .close { closeOutput(context: context) }
@@ -344,6 +349,7 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
         let writer = StreamWriter(handler: NIOLoopBound(self, eventLoop: context.eventLoop))
         switch application.openStream(request, parameter: parameter, writer: writer, channel: context.channel) {
         case .opened(let stream, let bytes):
+            opened = stream
             try? context.channel.syncOptions?.setOption(
                 ChannelOptions.socketOption(.so_sndbuf), value: SocketOptionValue(configuration.streamSendBufferBytes))
             context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
@@ -355,6 +361,13 @@ package final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHan
             write(answer, to: request.head, cors: request.cors, closes: machine.closesAfterAnswer, context: context)
             perform(machine.streamRefused(then: .keepAlive), context: context)
         }
+    }
+
+    /// The application forgets the stream: its response ended, or the connection is gone.
+    private func releaseStream() {
+        guard let stream = opened else { return }
+        opened = nil
+        stream.released()
     }
 
     /// On this event loop, from the stream's ``StreamWriter``: whether the socket takes a

@@ -44,6 +44,9 @@ package protocol HTTPStream: AnyObject {
     /// The response ends cleanly (what the stream follows ended, its client left, the server
     /// stops): its last bytes before the final chunk (a compressor's trailer), if any.
     func finish() -> ByteBuffer?
+    /// The connection lets go of the stream and never asks it anything again: its response
+    /// ended (after ``finish()``), or the connection closed, however it closed. Called once.
+    func released()
 }
 
 /// How a request for a stream is answered.

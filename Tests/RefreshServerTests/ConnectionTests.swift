@@ -1004,6 +1004,47 @@ import Testing
         #expect(session.openStreams == 1)
     }
 
+    /// A session holds its streams, and a stream leaves it the moment its connection lets go
+    /// of it: when the client goes away, as when the server drops it.
+    @Test func aStreamLeavesItsSessionWhenItsClientGoesAway() async throws {
+        let connection = try await Connection()
+        let session = try connection.session()
+        try await connection.send(Self.get("/api/sessions/\(session.id)/events"))
+        #expect(try await connection.written().contains("event: state"))
+        #expect(session.openStreams == 1)
+        #expect(connection.routes.streams.openStreams == 1)
+        try await connection.channel.close()
+        await connection.channel.testingEventLoop.run()
+        #expect(session.openStreams == 0)
+        #expect(connection.routes.streams.openStreams == 0)
+        // The session goes on without it: a sample is taken, and nothing is written anywhere.
+        _ = try session.applySamples([ValidSample(Sample(seq: 1, t: 0, y: -20, phase: .drag))], now: .now)
+        await connection.channel.testingEventLoop.run()
+    }
+
+    /// A stream whose response ends while its connection serves on (its session ended) leaves
+    /// the session then, not when the connection closes; the next stream opened on the same
+    /// connection is a stream of its own.
+    @Test func aStreamWhoseResponseEndsLeavesItsSessionAndTheConnectionServesOn() async throws {
+        let connection = try await Connection()
+        let first = try connection.session()
+        try await connection.send(Self.get("/api/sessions/\(first.id)/events"))
+        _ = try await connection.written()
+        first.end()
+        await connection.channel.testingEventLoop.run()
+        #expect(try await connection.written().hasSuffix("0\r\n\r\n"))
+        #expect(connection.isOpen)
+        #expect(first.openStreams == 0)
+        #expect(connection.routes.streams.openStreams == 0)
+        let second = try connection.session()
+        try await connection.send(Self.get("/api/sessions/\(second.id)/events"))
+        #expect(try await connection.written().contains("event: state"))
+        #expect(second.openStreams == 1)
+        _ = try second.applySamples([ValidSample(Sample(seq: 7, t: 0, y: -20, phase: .drag))], now: .now)
+        await connection.channel.testingEventLoop.run()
+        #expect(try await connection.written().contains(#""seq":7"#))
+    }
+
     @Test func aStreamWhoseReaderStaysStalledIsDroppedAtTheSendDeadline() async throws {
         let connection = try await Connection()
         let session = try connection.session()

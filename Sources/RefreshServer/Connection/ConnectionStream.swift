@@ -1,25 +1,34 @@
 import NIOCore
 import RefreshHTTP
 
-/// An open event stream on its connection, which holds it while the response lasts: woken
-/// by its session's log (through its ``StreamListener``), it writes what the log has for it
-/// batch by batch while the socket takes them. Dropping it (the connection ended) drops its
-/// ``EventStream``, and with it the stream's place among its session's streams.
-final class ConnectionStream: HTTPStream {
-    /// Set once the stream is open, before anything can wake it.
+/// An open event stream on its connection, and the listener its session's log wakes.
+///
+/// The session holds it among its streams, and the connection holds it while the response
+/// lasts; when the connection lets go of it (``released()``: the response ended, or the
+/// connection closed, however it closed) it drops its ``EventStream``, and with it its
+/// place among its session's streams. A round of wake-ups touches the stream's own object and
+/// its connection's, nothing in between: no listener object, no weak reference.
+///
+/// `@unchecked Sendable`: `eventLoop` is a constant; everything else is only touched on it
+/// (``wake(_:replay:)`` asserts so).
+final class ConnectionStream: HTTPStream, EventListener, @unchecked Sendable {
+    /// Set once the stream is open, before anything can wake it; `nil` again once released.
     var events: EventStream?
+    let eventLoop: any EventLoop
     private let writer: StreamWriter
     private let metrics: ServerMetrics
 
     init(writer: StreamWriter, metrics: ServerMetrics) {
         self.writer = writer
         self.metrics = metrics
+        eventLoop = writer.eventLoop
     }
 
-    var eventLoop: any EventLoop { writer.eventLoop }
-
-    /// On the connection's event loop.
-    func woken(_ reason: Wakeup.Reason, replay: inout ReplayCache) {
+    /// On the connection's event loop: writes what the log has for the stream, batch by batch
+    /// while the socket takes them. A stream released meanwhile (a round already under way
+    /// still names it) is told no by its connection and writes nothing.
+    func wake(_ reason: Wakeup.Reason, replay: inout ReplayCache) {
+        eventLoop.assertInEventLoop()
         if reason == .sessionEnded || reason == .accessExpired { return writer.end(self) }
         var reason = reason
         while writer.mayWrite(self) {
@@ -40,32 +49,16 @@ final class ConnectionStream: HTTPStream {
 
     func socketDrained() {
         var replay = ReplayCache()
-        woken(.news, replay: &replay)
+        wake(.news, replay: &replay)
     }
 
     func finish() -> ByteBuffer? {
         (try? events?.finish()) ?? nil
     }
-}
 
-/// How a session's log reaches a stream. The session holds its listeners until they leave,
-/// and a stream leaves when its connection drops it, so the listener only names the stream
-/// (weakly) and does not keep it.
-///
-/// `@unchecked Sendable`: both properties are constants, and the runtime reads and clears a
-/// weak reference atomically; the stream it names is only touched in ``wake(_:replay:)``,
-/// which runs on `eventLoop`, the stream's connection's (asserted there).
-final class StreamListener: EventListener, @unchecked Sendable {
-    let eventLoop: any EventLoop
-    private weak let stream: ConnectionStream?
-
-    init(_ stream: ConnectionStream) {
-        self.stream = stream
-        eventLoop = stream.eventLoop
-    }
-
-    func wake(_ reason: Wakeup.Reason, replay: inout ReplayCache) {
-        eventLoop.assertInEventLoop()
-        stream?.woken(reason, replay: &replay)
+    /// Leaves the session: the stream's ``EventStream`` (which holds the stream as the
+    /// session's listener) goes, and as it goes it takes the stream out of the session's.
+    func released() {
+        events = nil
     }
 }

@@ -120,7 +120,7 @@ final class HotRoutes: Sendable {
             let stream = ConnectionStream(writer: writer, metrics: metrics)
             guard
                 let (events, response, opening) = try EventStream.open(
-                    session: session, listener: StreamListener(stream), ticket: ticket, lastEventID: lastEventID,
+                    session: session, listener: stream, ticket: ticket, lastEventID: lastEventID,
                     gzip: Gzip.accepted(by: head.headers), closesAfter: expires.map { AccessToken.streamLife(until: $0) },
                     settings: sessionSettings)
             else { throw APIError.sessionNotFound(id) }

@@ -118,10 +118,14 @@ final class SharedConnectionStream: HTTPStream {
     }
 
     func finish() -> ByteBuffer? { nil }
+
+    /// Nothing to do: its sessions name it weakly (``SharedStreamListener``), and it leaves
+    /// them when it is freed.
+    func released() {}
 }
 
-/// How a session's log reaches its place in a shared stream: names the stream weakly, as
-/// ``StreamListener`` does, and the member it is.
+/// How a session's log reaches its place in a shared stream: names the stream weakly (a
+/// stream's listener names as many sessions as it follows), and the member it is.
 ///
 /// `@unchecked Sendable`: its properties are constants, and the stream is only touched in
 /// ``wake(_:replay:)``, on `eventLoop`, the stream's connection's (asserted there).
