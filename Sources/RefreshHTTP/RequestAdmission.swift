@@ -22,11 +22,13 @@ package struct RequestAdmission: Sendable {
     package let policy: RequestPolicy
     /// The application's routes, as far as the connection asks them.
     package let routing: HTTPRouting
-    /// The route found for the connection's last routed request. A connection asks for one
-    /// target over and over (a page's samples, at every frame): when the method and target
-    /// are the last one's, its route is taken again rather than found again. A route depends
-    /// on nothing but the two and the table.
-    private var recent: (method: HTTPMethod, uri: String, match: RouteMatch)?
+    /// The method, target and route of the connection's last routed request. A connection
+    /// asks for one target over and over (a page's samples, at every frame): when the method
+    /// and target are the last one's, its route is taken again rather than found again. A
+    /// route depends on nothing but the two and the table.
+    private var recentMethod: HTTPMethod?
+    private var recentURI = ""
+    private var recentMatch: RouteMatch?
 
     package init(limits: ConnectionLimits, policy: RequestPolicy, routing: HTTPRouting) {
         self.limits = limits
@@ -120,10 +122,11 @@ package struct RequestAdmission: Sendable {
         return .admitted(Admitted(head: head, match: route, cors: cors, keepAlive: summary.keepAlive, expectsContinue: summary.expectsContinue))
     }
 
+    /// Compared where they are kept, not copied out first: a copy retains the strings.
     private mutating func route(_ method: HTTPMethod, uri: String) -> RouteMatch {
-        if let recent, recent.method == method, recent.uri == uri { return recent.match }
+        if recentMethod == method, recentURI == uri, let match = recentMatch { return match }
         let match = routing.route(method, uri)
-        recent = (method, uri, match)
+        (recentMethod, recentURI, recentMatch) = (method, uri, match)
         return match
     }
 }
