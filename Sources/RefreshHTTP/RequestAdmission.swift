@@ -22,13 +22,30 @@ package struct RequestAdmission: Sendable {
     package let policy: RequestPolicy
     /// The application's routes, as far as the connection asks them.
     package let routing: HTTPRouting
-    /// The method, target and route of the connection's last routed request. A connection
-    /// asks for one target over and over (a page's samples, at every frame): when the method
-    /// and target are the last one's, its route is taken again rather than found again. A
-    /// route depends on nothing but the two and the table.
-    private var recentMethod: HTTPMethod?
-    private var recentURI = ""
-    private var recentMatch: RouteMatch?
+    /// The method, target and route of the connection's last request answered at once. A
+    /// connection asks for one target over and over (a page's samples, at every frame): when
+    /// the method and target are the last one's, its route is taken again rather than found
+    /// again. A route depends on nothing but the two and the table. Other routes are not
+    /// kept, and the route kept is an object of its own: a stream's connection holds nothing
+    /// for as long as the stream lasts but an empty reference.
+    private var recent: Recent?
+
+    private final class Recent: Sendable {
+        let method: HTTPMethod
+        let uri: String
+        let match: RouteMatch
+
+        init(method: HTTPMethod, uri: String, match: RouteMatch) {
+            self.method = method
+            self.uri = uri
+            self.match = match
+        }
+
+        /// Byte for byte, as routing reads a target.
+        func isRoute(of method: HTTPMethod, _ uri: String) -> Bool {
+            self.method == method && self.uri.utf8.count == uri.utf8.count && self.uri.utf8.elementsEqual(uri.utf8)
+        }
+    }
 
     package init(limits: ConnectionLimits, policy: RequestPolicy, routing: HTTPRouting) {
         self.limits = limits
@@ -122,11 +139,14 @@ package struct RequestAdmission: Sendable {
         return .admitted(Admitted(head: head, match: route, cors: cors, keepAlive: summary.keepAlive, expectsContinue: summary.expectsContinue))
     }
 
-    /// Compared where they are kept, not copied out first: a copy retains the strings.
     private mutating func route(_ method: HTTPMethod, uri: String) -> RouteMatch {
-        if recentMethod == method, recentURI == uri, let match = recentMatch { return match }
+        if let recent, recent.isRoute(of: method, uri) { return recent.match }
         let match = routing.route(method, uri)
-        (recentMethod, recentURI, recentMatch) = (method, uri, match)
+        if case .answer = match.route {
+            recent = Recent(method: method, uri: uri, match: match)
+        } else {
+            recent = nil
+        }
         return match
     }
 }

@@ -310,10 +310,22 @@ import Testing
         #expect(route(publish) == .router)
         #expect(route(Self.head("/api/items", method: .DELETE)) == nil)
         #expect(route(Self.samplesHead) == .answer(parameter: "s"))
+        // A stream's route is not kept: its connection would hold the target while it lasts.
+        #expect(route(Self.head("/api/sessions/s/events")) == .stream(parameter: "s"))
+        #expect(route(Self.head("/api/sessions/s/events")) == .stream(parameter: "s"))
+        // Byte for byte, as routing reads it: a target canonically equal is another target.
+        let kelvin = Self.head(
+            "/api/sessions/\u{212A}/samples", method: .POST,
+            headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"])
+        let letter = Self.head(
+            "/api/sessions/K/samples", method: .POST, headers: ["Host": "localhost", "Content-Type": "application/json", "Content-Length": "2"])
+        #expect(route(kelvin) == .answer(parameter: "\u{212A}"))
+        #expect(route(letter) == .answer(parameter: "K"))
         #expect(
             asked.withLock { $0 } == [
                 "POST /api/sessions/s/samples", "POST /api/sessions/t/samples", "GET /api/items", "POST /api/items", "DELETE /api/items",
-                "POST /api/sessions/s/samples",
+                "POST /api/sessions/s/samples", "GET /api/sessions/s/events", "GET /api/sessions/s/events",
+                "POST /api/sessions/\u{212A}/samples", "POST /api/sessions/K/samples",
             ])
     }
 
