@@ -57,14 +57,18 @@ private struct Puller {
         #expect(record.input == .touch && record.band == .from600)
     }
 
+    /// One request's samples, numbered from 1: each move is the offset, the phase and the
+    /// page's clock.
+    static func samples(_ moves: [(y: Double, phase: Sample.Phase, t: Double)]) throws -> [ValidSample] {
+        try moves.enumerated().map { index, move in try ValidSample(Sample(seq: index + 1, t: move.t, y: move.y, phase: move.phase)) }
+    }
+
     /// A request sent again (its answer was lost) repeats samples the engine has applied: it
     /// ignores them, and the pull they belonged to is not counted again or begun anew.
     @Test func samplesSentAgainAreNotFollowedTwice() throws {
         var engine = RefreshEngine(config: Preset.standard.config)
         var tracker = PullTracker(config: Preset.standard.config)
-        let samples = try [(-30.0, Sample.Phase.drag, 0.0), (-90, .drag, 200), (-90, .release, 400)].enumerated().map { index, move in
-            try ValidSample(Sample(seq: index + 1, t: move.2, y: move.0, phase: move.1))
-        }
+        let samples = try Self.samples([(-30, .drag, 0), (-90, .drag, 200), (-90, .release, 400)])
         let effects = engine.samplesReceived(samples)
         let first = tracker.samplesApplied(samples, started: effects.start)
         #expect(first.map(\.trigger) == [.refresh])
@@ -82,9 +86,7 @@ private struct Puller {
         let config = Preset.swiftUILab.config
         var engine = RefreshEngine(config: config)
         var tracker = PullTracker(config: config)
-        let samples = try [(-5.0, 0.0), (0, 100), (-130, 200)].enumerated().map { index, move in
-            try ValidSample(Sample(seq: index + 1, t: move.1, y: move.0, phase: .drag))
-        }
+        let samples = try Self.samples([(-5, .drag, 0), (0, .drag, 100), (-130, .drag, 200)])
         let effects = engine.samplesReceived(samples)
         #expect(effects.start?.kind == .refresh)
         let ended = tracker.samplesApplied(samples, started: effects.start)
@@ -99,9 +101,7 @@ private struct Puller {
     @Test func aPullThatArmedAndCameBackWithinOneRequestIsTakenBack() throws {
         var engine = RefreshEngine(config: Preset.standard.config)
         var tracker = PullTracker(config: Preset.standard.config)
-        let samples = try [(-130.0, Sample.Phase.drag, 0.0), (-40, .drag, 100), (-40, .release, 200)].enumerated().map { index, move in
-            try ValidSample(Sample(seq: index + 1, t: move.2, y: move.0, phase: move.1))
-        }
+        let samples = try Self.samples([(-130, .drag, 0), (-40, .drag, 100), (-40, .release, 200)])
         let effects = engine.samplesReceived(samples)
         #expect(effects.start == nil)
         let ended = tracker.samplesApplied(samples, started: effects.start)
