@@ -151,7 +151,8 @@ expect "refused: expired" "$(refused expired)" 1
 expect "refused: algorithm (none)" "$(refused algorithm)" 1
 expect "refused: signature" "$(refused signature)" 1
 expect "refused: unknown_key" "$(refused unknown_key)" 1
-expect "no token is logged" "$(grep -cF "${bob##*.}" "$WORK/server.log" || true)" 0
+# A signature is base64url and may start with "-": given with -e, it is never read as an option.
+expect "no token is logged" "$(grep -cF -e "${bob##*.}" "$WORK/server.log" || true)" 0
 
 # A key file that is no key stops the start, with one line naming the setting.
 kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null || true
