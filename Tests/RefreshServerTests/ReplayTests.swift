@@ -189,6 +189,26 @@ import Testing
         #expect(String(buffer: event.data) == #"{"phase":"armed"}"#)
     }
 
+    /// An event carries its frame as an HTTP chunk, so a stream woken for it alone writes the
+    /// event's own bytes; several events are still one chunk of their frames.
+    @Test func anEventIsItsOwnChunkAndALoneOneIsWrittenWithoutACopy() throws {
+        // Sizes on both sides of a size line's growing by a digit.
+        for length in [0, 1, 200, 225, 226, 4060, 4061, 70_000] {
+            let event = ServerEvent(id: 7, kind: .news, data: ByteBuffer(repeating: 0x61, count: length))
+            #expect(event.chunk == HTTPChunk.frame([event.frame]), "payload of \(length)")
+            #expect(event.frameBytes == event.frame.readableBytes)
+            #expect(event.data == ByteBuffer(repeating: 0x61, count: length))
+        }
+        let lone = ServerEvent(id: 3, kind: .state, data: data("{}"))
+        let answer = ReplayCache.Answer(events: [lone], cursor: 3, coalesced: 0, sampleArrival: nil)
+        let part = try #require(answer.parts?.first)
+        #expect(answer.parts?.count == 1)
+        #expect(part.withVeryUnsafeBytes { $0.baseAddress } == lone.chunk.withVeryUnsafeBytes { $0.baseAddress }, "a copy")
+        let next = ServerEvent(id: 4, kind: .done, data: data("{}"))
+        let two = ReplayCache.Answer(events: [lone, next], cursor: 4, coalesced: 0, sampleArrival: nil)
+        #expect(two.parts == [HTTPChunk.frame([lone.frame, next.frame])])
+    }
+
     @Test func framesAreChunkedOnceForEveryStream() {
         let chunk = HTTPChunk.frame([data("id: 1\n\n"), data("id: 2\n\n")])
         #expect(String(buffer: chunk) == "e\r\nid: 1\n\nid: 2\n\n\r\n")
@@ -251,8 +271,8 @@ import Testing
 
     @Test func theRingIsBoundedInBytesTooAndAReaderBehindItHasAGap() throws {
         let item = String(repeating: "x", count: 2000)
-        // What a frame takes is its buffer's capacity (NIO rounds it up to a power of two).
-        let frame = ServerEvent(id: 1, kind: .items, data: data(item)).frame.capacity
+        // What an event takes is its chunk's capacity (NIO rounds it up to a power of two).
+        let frame = ServerEvent(id: 1, kind: .items, data: data(item)).chunk.capacity
         // Room for 20 such frames, and for 256 by count: the oldest of 21 stays, as the 20
         // after it do not fill the bound; the oldest of 22 goes.
         var log = EventLog(capacity: 256, maxBytes: 20 * frame + frame / 2)
@@ -269,7 +289,7 @@ import Testing
     @Test func largeEventsAreHeldToTheByteBoundToo() throws {
         var log = EventLog(capacity: 256, maxBytes: 64 * 1024)
         let page = data(String(repeating: "\\u0000", count: 60_000))  // a page of escaped characters
-        let size = ServerEvent(id: 1, kind: .items, data: page).frame.capacity
+        let size = ServerEvent(id: 1, kind: .items, data: page).chunk.capacity
         for _ in 1...48 { log.append(.items, page) }
         #expect(log.bytes == size, "the newest page alone, not \(log.bytes / size) of them")
         let kept = try #require(log.events(after: 47).events, "the newest page is gone")
@@ -283,7 +303,7 @@ import Testing
         // Once the events after it fill the bound, it goes, and the ring holds less than the
         // bound and one event.
         let small = data(String(repeating: "s", count: 1000))
-        let smallSize = ServerEvent(id: 1, kind: .done, data: small).frame.capacity
+        let smallSize = ServerEvent(id: 1, kind: .done, data: small).chunk.capacity
         for _ in 1...(64 * 1024 / smallSize + 1) { log.append(.done, small) }
         #expect(log.bytes < 64 * 1024 + smallSize)
         #expect(log.events(after: 47).events == nil, "the page is gone")

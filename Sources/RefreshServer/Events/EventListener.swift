@@ -21,7 +21,8 @@ struct ReplayCache {
         var events: [ServerEvent]
         var cursor: UInt64
         /// The events' frames as one HTTP chunk, ready for the socket, as the one part of a
-        /// write (an array every stream of the round shares); `nil` when they are more than a
+        /// write (an array every stream of the round shares; a lone event's own chunk, not a
+        /// copy of it); `nil` when they are more than a
         /// stream writes at once (``ReplayCache/maxBatchBytes``): a reader that was stalled
         /// catches up batch by batch, and a chunk of it all would only be copied.
         var parts: [ByteBuffer]?
@@ -34,8 +35,12 @@ struct ReplayCache {
         init(events: [ServerEvent], cursor: UInt64, coalesced: Int, sampleArrival: ContinuousClock.Instant?) {
             self.events = events
             self.cursor = cursor
-            let bytes = events.reduce(0) { $0 + $1.frame.readableBytes }
-            parts = events.isEmpty || bytes > ReplayCache.maxBatchBytes ? nil : [HTTPChunk.frame(events.lazy.map(\.frame))]
+            let bytes = events.reduce(0) { $0 + $1.frameBytes }
+            if events.isEmpty || bytes > ReplayCache.maxBatchBytes {
+                parts = nil
+            } else {
+                parts = [events.count == 1 ? events[0].chunk : HTTPChunk.frame(events.lazy.map(\.frame))]
+            }
             self.coalesced = coalesced
             self.sampleArrival = sampleArrival
         }

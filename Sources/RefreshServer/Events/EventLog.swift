@@ -19,7 +19,7 @@ struct EventLog: Sendable {
     private(set) var lastID: UInt64 = 0
     /// Non-`state` events, oldest first.
     private var ring = CircularBuffer<ServerEvent>()
-    /// What the ring's frames take, by their buffers' capacity.
+    /// What the ring's events take, by their chunks' capacity.
     private(set) var bytes = 0
     /// The newest `state` event: the engine's current state, already encoded.
     private(set) var latestState: ServerEvent?
@@ -51,7 +51,7 @@ struct EventLog: Sendable {
             latestNews = event
         } else {
             ring.append(event)
-            bytes += event.frame.capacity
+            bytes += event.chunk.capacity
             // The oldest go first, while the ring holds more events than its count or the
             // events after the oldest fill the byte bound without it (a `done` right after a
             // page as large as the bound does not take the page). A reader that keeps up does
@@ -61,11 +61,11 @@ struct EventLog: Sendable {
             // An event a wake-up has yet to hand the streams stays too: one on its way to a
             // busy event loop is not taken from a stream that asks the log first.
             var woken: UInt64?
-            while let oldest = ring.first, ring.count > 1, ring.count > capacity || bytes - oldest.frame.capacity >= maxBytes {
+            while let oldest = ring.first, ring.count > 1, ring.count > capacity || bytes - oldest.chunk.capacity >= maxBytes {
                 if woken == nil { woken = listeners.wokenThrough() }
                 guard let woken, oldest.id <= woken else { break }
                 ring.removeFirst()
-                bytes -= oldest.frame.capacity
+                bytes -= oldest.chunk.capacity
                 droppedThrough = oldest.id
             }
         }

@@ -1,6 +1,7 @@
 import NIOCore
 import RefreshEngine
 import RefreshFeed
+import RefreshHTTP
 import RefreshJSON
 
 /// One server-sent event, framed once (`id:`, `event:`, `data:`) and then shared, byte for
@@ -12,30 +13,46 @@ struct ServerEvent: Sendable {
 
     let id: UInt64
     let kind: Kind
-    /// The complete frame, ending with the blank line.
-    let frame: ByteBuffer
-    /// Where the JSON payload starts in `frame`.
+    /// The frame as one HTTP/1.1 chunk: its size line, the frame, CRLF. A plain stream woken
+    /// for this event alone writes these bytes as they are; every session's `state` and
+    /// `news` events are such, so none is copied again into a chunk of its own.
+    let chunk: ByteBuffer
+    /// Where the frame starts in `chunk`: after the size line.
+    private let frameOffset: UInt8
+    /// Where the JSON payload starts in `chunk`.
     private let dataOffset: UInt32
 
     init(id: UInt64, kind: Kind, data: ByteBuffer) {
         self.id = id
         self.kind = kind
-        // Room for the longest id and name, so the frame is never grown (and doubled) on the way.
-        var frame = ByteBufferAllocator().buffer(capacity: data.readableBytes + 64)
-        frame.writeStaticString("id: ")
-        frame.writeString(String(id))
-        frame.writeStaticString("\nevent: ")
-        frame.writeString(kind.rawValue)
-        frame.writeStaticString("\ndata: ")
-        dataOffset = UInt32(frame.writerIndex)
-        frame.writeImmutableBuffer(data)
-        frame.writeStaticString("\n\n")
-        self.frame = frame
+        let digits = String(id)
+        let frameBytes = 4 + digits.utf8.count + 8 + kind.rawValue.utf8.count + 7 + data.readableBytes + 2
+        var chunk = ByteBufferAllocator().buffer(capacity: HTTPChunk.size(ofChunkOf: frameBytes))
+        HTTPChunk.writeSizeLine(frameBytes, into: &chunk)
+        frameOffset = UInt8(chunk.writerIndex)
+        chunk.writeStaticString("id: ")
+        chunk.writeString(digits)
+        chunk.writeStaticString("\nevent: ")
+        chunk.writeString(kind.rawValue)
+        chunk.writeStaticString("\ndata: ")
+        dataOffset = UInt32(chunk.writerIndex)
+        chunk.writeImmutableBuffer(data)
+        chunk.writeStaticString("\n\n\r\n")
+        assert(chunk.readableBytes == HTTPChunk.size(ofChunkOf: frameBytes), "the size line says the frame's size")
+        self.chunk = chunk
     }
 
-    /// The JSON payload, sharing the frame's bytes.
+    /// The complete frame, ending with the blank line, sharing the chunk's bytes.
+    var frame: ByteBuffer {
+        chunk.getSlice(at: Int(frameOffset), length: frameBytes) ?? ByteBuffer()
+    }
+
+    /// How many bytes the frame has.
+    var frameBytes: Int { chunk.writerIndex - Int(frameOffset) - 2 }
+
+    /// The JSON payload, sharing the chunk's bytes.
     var data: ByteBuffer {
-        frame.getSlice(at: Int(dataOffset), length: frame.writerIndex - Int(dataOffset) - 2) ?? ByteBuffer()
+        chunk.getSlice(at: Int(dataOffset), length: chunk.writerIndex - Int(dataOffset) - 4) ?? ByteBuffer()
     }
 }
 

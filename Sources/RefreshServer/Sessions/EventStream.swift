@@ -100,7 +100,7 @@ struct EventStream {
         var taken = 0
         var bytes = 0
         while taken < events.count {
-            let size = events[taken].frame.readableBytes
+            let size = events[taken].frameBytes
             if taken > 0, bytes + size > ReplayCache.maxBatchBytes, events[taken].id != events[taken - 1].id { break }
             bytes += size
             taken += 1
