@@ -31,7 +31,9 @@ for count in sorted({run["sessions"] for run in runs if run["mode"] == "l2"}):
 for count in sorted({run["streams"] for run in runs if run["mode"] == "fanout"}):
     ours, nchan = find("ours", "fanout", "streams", count), find("nchan", "fanout", "streams", count)
     for field, label, unit in (("lastStreamMs", "time to the last stream", "ms"), ("p50us", "per stream p50", "µs"),
-                               ("p99us", "per stream p99", "µs"), ("serverCpuSeconds", "server CPU for all rounds", "s")):
+                               ("p99us", "per stream p99", "µs"), ("serverCpuRoundMs", "server CPU per batch", "ms"),
+                               ("serverCpuOpeningMs", "server CPU to open the streams", "ms"),
+                               ("serverCpuSeconds", "server CPU for the whole run", "s")):
         rows.append((f"F one batch to {count} streams, {label}", ours and ours.get(field), nchan and nchan.get(field), unit))
 for count in sorted({run["streams"] for run in runs if run["mode"] == "memory"}):
     ours, nchan = find("ours", "memory", "streams", count), find("nchan", "memory", "streams", count)

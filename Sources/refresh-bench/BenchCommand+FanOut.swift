@@ -9,18 +9,28 @@ extension BenchCommand {
         var perStream = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
         var lastTimes: [Double] = []
         let board = ArrivalBoard()
+        // The server's CPU to open the streams, and for each batch on its own: read just
+        // before its requests are sent and again once every stream has read it, as N reads a
+        // publish's. The whole run's (`serverCpuSeconds`) counts both and the pauses between.
+        let probe = CPUProbe(processes: serverPid)
+        var openingMs: Double?
+        var roundCpu: [Double] = []
         try await Connection.with(host: host, port: port) { control in
             let channel = try await server.makeChannel(on: control, index: 0, hearsNews: false)
+            let beforeOpening = probe?.read()
             let streams = try await openStreams(count: count, board: board, token: server.fanOutToken, server: server) { _ in channel }
             defer { for stream in streams { stream.close(promise: nil) } }
+            openingMs = CPUProbe.milliseconds(from: beforeOpening, to: probe?.read())
             try await Task.sleep(for: .milliseconds(500))
             for round in 0..<rounds {
+                let cpuAtStart = probe?.read()
                 let sent = ArrivalBoard.now()
                 for request in server.fanOut(channel, round: round) {
                     try await control.send(request)
                     _ = try await control.response()
                 }
                 let arrivals = await board.takeArrivals(count).map(\.nanoseconds)
+                if let cpu = CPUProbe.milliseconds(from: cpuAtStart, to: probe?.read()) { roundCpu.append(cpu) }
                 for arrival in arrivals { _ = perStream.record((arrival - min(arrival, sent)) / 1000) }
                 lastTimes.append(Double((arrivals.max() ?? sent) - sent) / 1_000_000)
                 try await Task.sleep(for: .milliseconds(300))
@@ -31,6 +41,12 @@ extension BenchCommand {
         result["rounds"] = rounds
         result["lastStreamMs"] = lastTimes.sorted()[lastTimes.count / 2]
         result["lastStreamMsEach"] = lastTimes
+        if roundCpu.count == rounds {
+            result["serverCpuRoundMs"] = Self.median(roundCpu)
+            result["serverCpuRoundMsEach"] = roundCpu
+        }
+        if let openingMs { result["serverCpuOpeningMs"] = openingMs }
+        if let probe { result["serverCpuClock"] = probe.clock.rawValue }
     }
 
     /// Opens `count` watched streams, a few hundred at a time, and waits until all are live:
